@@ -1,0 +1,41 @@
+# dro_lab — the two set-up commands are `make course` and `make test`.
+# Both create .venv from requirements/constraints.txt (the pinned, tested set) on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.dro-lab-installed
+JOBS   ?= 2
+PRESET ?= smoke
+OUT    ?= build/course
+PYTEST_ARGS ?=
+
+.PHONY: env course test lab bench clean help
+
+help:
+	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/"
+	@echo "make test    - set up .venv, run the whole test suite"
+	@echo "make lab     - JupyterLab on the notebooks"
+	@echo "make bench   - speed measurements (dro-lab bench)"
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade --quiet pip
+	$(BIN)/python -m pip install --constraint requirements/constraints.txt --editable ".[all]"
+	touch $(STAMP)
+
+env: $(STAMP)
+
+course: env
+	$(BIN)/dro-lab course run --preset $(PRESET) --jobs $(JOBS) --out $(OUT)
+
+test: env
+	DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lab: env
+	$(BIN)/jupyter lab notebooks
+
+bench: env
+	$(BIN)/dro-lab bench
+
+clean:
+	rm -rf build .pytest_cache

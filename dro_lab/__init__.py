@@ -1,0 +1,53 @@
+"""dro_lab — distributionally robust optimisation and importance sampling for deep learning.
+
+The library behind the dro_lab course. Everything a practitioner needs is importable from the
+top level::
+
+    import dro_lab
+    q = dro_lab.worst_case_weights(losses, divergence="kl", beta=10.0)
+    loss = dro_lab.robust_loss(per_sample_losses, divergence="kl", beta=10.0)
+
+Names load lazily (PEP 562): ``import dro_lab`` is instant and the ``dro-lab`` command does not
+pay for torch until it needs it. Importing ``dro_lab`` never imports plotly or ipywidgets;
+``dro_lab.viz`` and ``dro_lab.widgets`` do, when you import them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it
+_EXPORTS = {
+    # robust objectives (robust.py)
+    "DIVERGENCES": "robust", "worst_case_weights": "robust", "robust_loss": "robust", "RobustLoss": "robust",
+    "divergence_value": "robust", "radius_to_beta": "robust",
+    # set-up (utils.py)
+    "resolve_device": "utils", "seed_everything": "utils", "make_generator": "utils",
+    # training engine and metrics (train.py, metrics.py)
+    "fit": "train", "Strategy": "train", "ERM": "train", "RobustLossStrategy": "train", "History": "train",
+    "clone_model": "train", "evaluate": "metrics", "accuracy_report": "metrics",
+    # data (data.py)
+    "ArrayDataset": "data", "IndexedDataset": "data", "DatasetUnavailableError": "data", "load_digits": "data",
+    "make_minority_blobs": "data", "load_tabular": "data", "make_imbalanced": "data", "split_dataset": "data",
+    "assign_groups": "data", "load_mnist": "data", "load_cifar10": "data",
+    # models (models.py)
+    "LogisticRegression": "models", "MLP": "models", "DigitsCNN": "models", "SmallCNN": "models",
+    "WideResNet": "models", "make_model": "models",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dro_lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # cache: later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

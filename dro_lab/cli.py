@@ -1,0 +1,173 @@
+"""The ``dro-lab`` command.
+
+::
+
+    dro-lab course list [--syllabus PATH] [--preset NAME]
+    dro-lab course run  [--preset smoke|full|gpu] [--jobs N] [--out DIR] [--only LESSON ...]
+                        [-p NAME VALUE ...] [--no-html] [--timeout S] [--syllabus PATH]
+    dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
+    dro-lab --version
+
+Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error.
+Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand that needs them,
+so ``dro-lab --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+__all__ = ["build_parser", "main"]
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dro-lab`` (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="dro-lab",
+        description="dro_lab: a course and a PyTorch library on distributionally robust optimisation.",
+    )
+    parser.add_argument("--version", action="version", version=f"dro-lab {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    course = commands.add_parser("course", help="list or run the course's lessons")
+    course_commands = course.add_subparsers(dest="course_command", metavar="ACTION")
+    course.set_defaults(course_parser=course)
+
+    listing = course_commands.add_parser("list", help="print the syllabus: lessons in order, goals, presets")
+    listing.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
+    listing.add_argument("--preset", metavar="NAME", help="also show each lesson's parameters for this preset")
+
+    run = course_commands.add_parser(
+        "run",
+        help="execute lessons with papermill; write notebooks, HTML and a summary",
+        description="Execute the lessons (each in its own kernel) into OUT/<id>.ipynb and OUT/<id>.html, "
+        "and write OUT/summary.md, OUT/summary.json and OUT/index.html. Exit status 1 if any lesson failed.",
+    )
+    run.add_argument("--preset", default="smoke", help="preset from the syllabus (default: smoke)")
+    run.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="lessons run at once (default: 1)")
+    run.add_argument("--out", default="build/course", metavar="DIR", help="output folder (default: build/course)")
+    run.add_argument("--only", nargs="+", metavar="LESSON", help="run only these lessons (ids or unique prefixes)")
+    run.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+        help="override a notebook parameter, e.g. -p beta 10 (Python literals are parsed; "
+        "passed only to lessons that declare NAME)",
+    )
+    run.add_argument("--no-html", dest="html", action="store_false", help="skip the HTML export")
+    run.add_argument("--timeout", type=float, default=None, metavar="S",
+                     help="per-cell execution timeout in seconds (default: 600)")
+    run.add_argument("--kernel", dest="kernel_name", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
+    run.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
+
+    # Registered for --help only: main() forwards everything after "bench" untouched.
+    commands.add_parser("bench", help="speed measurements (arguments go to dro_lab.bench)", add_help=False)
+    return parser
+
+
+def _course_list(args: argparse.Namespace) -> int:
+    from .course import load_syllabus
+
+    syllabus = load_syllabus(args.syllabus, check_notebooks=False)
+    if args.preset is not None and args.preset not in syllabus.presets:
+        raise ValueError(f"Invalid preset: {args.preset!r}; the syllabus has {', '.join(syllabus.presets)}")
+    print(f"{syllabus.title}  ({syllabus.path})")
+    if syllabus.description:
+        print(syllabus.description.strip())
+    print("presets:")
+    for name, about in syllabus.presets.items():
+        print(f"  {name:<8} {about}")
+    print()
+    for number, lesson in enumerate(syllabus.lessons, start=1):
+        missing = "" if lesson.notebook.is_file() else "  [notebook missing]"
+        print(f"{number:>2}. {lesson.id} - {lesson.title}")
+        print(f"    notebook: {lesson.notebook_relpath}{missing}")
+        if lesson.minutes:
+            print("    minutes:  " + ", ".join(f"{k} {v:g}" for k, v in lesson.minutes.items()))
+        if lesson.prerequisites:
+            print(f"    after:    {', '.join(lesson.prerequisites)}")
+        for paper in lesson.paper:
+            print(f"    paper:    {paper}")
+        if args.preset is not None:
+            print(f"    parameters ({args.preset}): {lesson.parameters(args.preset)}")
+        for goal in lesson.goals:
+            print(f"    - {goal}")
+    return 0
+
+
+def _course_run(args: argparse.Namespace) -> int:
+    from .course import DEFAULT_TIMEOUT, load_syllabus, parse_parameter_value, run_course, summary_table
+
+    syllabus = load_syllabus(args.syllabus)
+    parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
+
+    def progress(result) -> None:
+        where = f" at {result.failing_cell.describe()}" if result.failing_cell else ""
+        error = f" ({result.error})" if result.error and not result.failing_cell else ""
+        print(f"[{result.status}] {result.id} in {result.seconds:.1f} s{where}{error}", file=sys.stderr, flush=True)
+
+    results = run_course(
+        syllabus,
+        preset=args.preset,
+        out=args.out,
+        jobs=args.jobs,
+        only=args.only,
+        parameters=parameters,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        html=args.html,
+        kernel_name=args.kernel_name,
+        on_result=progress,
+    )
+    print(summary_table(results))
+    from pathlib import Path
+
+    out = Path(args.out)
+    print(f"\nsummary: {out / 'summary.md'}" + (f"   pages: {out / 'index.html'}" if args.html else ""))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _bench(argv: Sequence[str]) -> int:
+    try:
+        from . import bench
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.bench":
+            raise
+        print("dro-lab bench: dro_lab.bench is not available in this installation", file=sys.stderr)
+        return 2
+    status = bench.main(list(argv))
+    return int(status or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dro-lab`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        # Forward verbatim (including --help) so dro_lab.bench owns its own options.
+        return _bench(argv[1:])
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.command == "course":
+        if args.course_command is None:
+            args.course_parser.print_help()
+            return 2
+        handler = {"list": _course_list, "run": _course_run}[args.course_command]
+        try:
+            return handler(args)
+        except (ValueError, FileNotFoundError) as exc:  # SyllabusError is a ValueError
+            print(f"dro-lab course {args.course_command}: error: {exc}", file=sys.stderr)
+            return 2
+    return 2  # unreachable: argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # python -m dro_lab.cli
+    sys.exit(main())

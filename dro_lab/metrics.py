@@ -1,0 +1,78 @@
+"""Evaluation metrics, defined once: accuracy, per-class and per-group accuracy, worst-class/group."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+__all__ = ["accuracy_report", "evaluate", "predict"]
+
+
+def accuracy_report(pred: Tensor, y: Tensor, *, groups: Tensor | None = None,
+                    num_classes: int | None = None, losses: Tensor | None = None) -> dict:
+    """Average, per-class and worst-class accuracy (and per-group / worst-group when ``groups`` given).
+
+    Classes or groups absent from ``y`` are reported as ``nan`` and ignored by the worst-case.
+    """
+    if pred.shape != y.shape:
+        raise ValueError(f"pred and y must have the same shape, got {tuple(pred.shape)} and {tuple(y.shape)}")
+    if y.numel() == 0:
+        raise ValueError("cannot compute accuracy on an empty set")
+    correct = (pred == y).double()
+    k = int(num_classes if num_classes is not None else int(y.max()) + 1)
+    out = {"accuracy": float(correct.mean()), "n": int(y.numel())}
+    per_class = _per_label_mean(correct, y, k)
+    out["per_class_accuracy"] = per_class
+    out["worst_class_accuracy"] = _nanmin(per_class)
+    if groups is not None:
+        g = int(groups.max()) + 1
+        per_group = _per_label_mean(correct, groups, g)
+        out["per_group_accuracy"] = per_group
+        out["worst_group_accuracy"] = _nanmin(per_group)
+    if losses is not None:
+        out["loss"] = float(losses.double().mean())
+        out["max_loss"] = float(losses.max())
+    return out
+
+
+def _per_label_mean(values: Tensor, labels: Tensor, k: int) -> list[float]:
+    labels = labels.long()
+    sums = torch.zeros(k, dtype=torch.float64, device=values.device).index_add_(0, labels, values)
+    counts = torch.bincount(labels, minlength=k).double()
+    means = sums / counts  # 0/0 → nan for absent labels, on purpose
+    return [float(v) for v in means.cpu()]
+
+
+def _nanmin(values: list[float]) -> float:
+    finite = [v for v in values if v == v]
+    return min(finite) if finite else float("nan")
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, x: Tensor, *, batch_size: int = 1024) -> Tensor:
+    """Logits of ``model`` on ``x`` in eval mode, batched; the model's train/eval mode is restored."""
+    was_training = model.training
+    model.eval()
+    try:
+        device = next(model.parameters()).device
+        outs = [model(x[i:i + batch_size].to(device)) for i in range(0, len(x), batch_size)]
+    finally:
+        model.train(was_training)
+    return torch.cat(outs)
+
+
+def evaluate(model: torch.nn.Module, dataset, *, batch_size: int = 1024,
+             loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None, num_classes: int | None = None) -> dict:
+    """Metrics of ``model`` on a dataset yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`)."""
+    from .train import fetch_batch  # local: train imports metrics
+
+    idx = torch.arange(len(dataset))
+    x, y, _, groups = fetch_batch(dataset, idx)
+    logits = predict(model, x, batch_size=batch_size).cpu()
+    loss_fn = loss_fn or (lambda out, target: F.cross_entropy(out, target, reduction="none"))
+    losses = loss_fn(logits, y)
+    k = num_classes or getattr(dataset, "num_classes", None) or logits.shape[1]
+    return accuracy_report(logits.argmax(1), y, groups=groups, num_classes=k, losses=losses)

@@ -1,0 +1,467 @@
+r"""Distributionally robust objectives on a vector of per-sample losses.
+
+Pure functions: a loss vector ``ℓ`` (shape ``(n,)``) in, weights or a scalar out. Nothing here
+holds ``nn`` state, so the same code serves per-sample losses, per-group losses and notebooks.
+
+The worst case over the simplex :math:`\Delta_n` around a prior ``p`` (uniform by default):
+
+* penalised (``beta``):   :math:`\max_q \langle q,\ell\rangle - \tfrac1\beta D_\phi(q\|p)`
+* constrained (``radius``): :math:`\max_q \langle q,\ell\rangle` s.t. :math:`D_\phi(q\|p)\le r`
+* CVaR (``alpha``):       :math:`\max_q \langle q,\ell\rangle` s.t. :math:`q_i \le p_i/\alpha`
+
+with :math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)`, :math:`\phi(z)=z\log z` (``"kl"``) or
+:math:`(z-1)^2` (``"chi2"``).
+
+All internal arithmetic runs in float64 (float32 on devices without float64), on the device of
+the losses; results come back in the losses' dtype. Large ``beta`` never overflows: exponents are
+formed from ``ℓ - max ℓ`` before scaling.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "DIVERGENCES",
+    "worst_case_weights",
+    "robust_loss",
+    "divergence_value",
+    "radius_to_beta",
+    "RobustLoss",
+]
+
+DIVERGENCES = ("kl", "chi2", "cvar")
+
+# Bisection on log(beta): stop when the bracket is this tight (relative), or after this many steps.
+_BISECT_RTOL = 1e-13
+_BISECT_MAX_STEPS = 200
+
+
+class _Problem(NamedTuple):
+    losses: Tensor  # work dtype, 1-D
+    prior: Tensor  # work dtype, 1-D, sums to 1
+    divergence: str
+    beta: float | None
+    radius: float | None
+    alpha: float | None
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _work_dtype(device: torch.device) -> torch.dtype:
+    # MPS has no float64; everywhere else the bisections want the extra precision.
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def _as_loss_vector(losses, name: str = "losses") -> Tensor:
+    if not isinstance(losses, Tensor):
+        try:
+            losses = torch.as_tensor(losses, dtype=torch.float64)
+        except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+            raise TypeError(f"{name} must be a 1-D tensor or array of floats, got {type(losses).__name__}") from exc
+    if losses.is_complex() or losses.dtype == torch.bool:
+        raise TypeError(f"{name} must hold real numbers, got dtype {losses.dtype}")
+    if not losses.is_floating_point():
+        losses = losses.to(torch.get_default_dtype())
+    if losses.dim() != 1:
+        raise ValueError(f"{name} must be a 1-D vector of per-sample losses, got shape {tuple(losses.shape)}")
+    if losses.numel() == 0:
+        raise ValueError(f"{name} is empty: need at least one loss")
+    bad = ~torch.isfinite(losses.detach())
+    if bool(bad.any()):
+        where = torch.nonzero(bad).flatten()[:5].tolist()
+        raise ValueError(f"{name} contains NaN or inf values (first at indices {where}); losses must be finite")
+    return losses
+
+
+def _check_number(value, name: str, *, low: float, low_inclusive: bool, high: float | None = None,
+                  allow_inf: bool = False) -> float:
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise TypeError(f"{name} must be a number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value}")
+    lo_ok = value >= low if low_inclusive else value > low
+    hi_ok = high is None or value <= high
+    if not (lo_ok and hi_ok):
+        lo_br = "[" if low_inclusive else "("
+        hi_txt = f"{high}]" if high is not None else "inf)"
+        raise ValueError(f"{name} must be in {lo_br}{low}, {hi_txt}, got {value}")
+    return value
+
+
+def _prepare(losses, divergence, beta, radius, alpha, prior) -> tuple[Tensor, _Problem]:
+    losses = _as_loss_vector(losses)
+    if not isinstance(divergence, str) or divergence.lower() not in DIVERGENCES:
+        raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
+    divergence = divergence.lower()
+    given = {k: v for k, v in (("beta", beta), ("radius", radius), ("alpha", alpha)) if v is not None}
+    if divergence == "cvar":
+        if set(given) != {"alpha"}:
+            raise ValueError(f"divergence='cvar' takes exactly alpha (the CVaR level in (0, 1]); got {sorted(given) or 'none'}")
+        alpha = _check_number(alpha, "alpha", low=0.0, low_inclusive=False, high=1.0)
+    else:
+        if len(given) != 1 or "alpha" in given:
+            raise ValueError(
+                f"divergence={divergence!r} takes exactly one of beta (penalised) or radius (constrained); "
+                f"got {sorted(given) or 'none'}"
+            )
+        if beta is not None:
+            beta = _check_number(beta, "beta", low=0.0, low_inclusive=True, allow_inf=True)
+        else:
+            radius = _check_number(radius, "radius", low=0.0, low_inclusive=True, allow_inf=True)
+
+    dtype = _work_dtype(losses.device)
+    work = losses.detach().to(dtype)
+    n = work.numel()
+    if prior is None:
+        p = torch.full((n,), 1.0 / n, dtype=dtype, device=work.device)
+    else:
+        p = _as_loss_vector(prior, "prior") if not isinstance(prior, Tensor) else prior
+        if not isinstance(p, Tensor) or p.dim() != 1 or p.numel() != n:
+            raise ValueError(f"prior must be a 1-D vector of length {n} (one weight per loss), got shape {tuple(p.shape)}")
+        if p.device != losses.device:
+            raise ValueError(f"prior is on {p.device} but losses are on {losses.device}; put them on one device")
+        p = p.detach().to(dtype)
+        if not bool(torch.isfinite(p).all()) or bool((p < 0).any()):
+            raise ValueError("prior must be finite and non-negative")
+        total = float(p.sum())
+        if abs(total - 1.0) > 1e-4:
+            raise ValueError(f"prior must sum to 1 (a probability vector), got sum {total:.6g}")
+        p = p / p.sum()
+    return losses, _Problem(work, p, divergence, beta, radius, alpha)
+
+
+# --------------------------------------------------------------------------- the maximisers
+
+
+def _argmax_limit(losses: Tensor, prior: Tensor) -> Tensor:
+    """β → ∞ (or a large radius): the prior restricted to the arg-max set (on its support), renormalised."""
+    support = prior > 0
+    q = torch.where(support & (losses == _support_max(losses, prior)), prior, torch.zeros_like(prior))
+    return q / q.sum()
+
+
+def _kl_penalised(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
+    """q ∝ p·exp(βℓ): a softmax of β(ℓ − max ℓ) + log p (subtract first, then scale: no overflow)."""
+    if beta == 0.0:
+        return prior.clone()
+    if math.isinf(beta):
+        return _argmax_limit(losses, prior)
+    return torch.softmax(_tilt_logits(losses, prior, beta), dim=0)
+
+
+def _support_max(losses: Tensor, prior: Tensor) -> Tensor:
+    # Entries with p_i = 0 get q_i = 0 whatever their loss: they must not set the shift either, or a
+    # huge loss there would cancel away the precision of the others.
+    return losses.masked_fill(prior <= 0, -math.inf).max()
+
+
+def _tilt_logits(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
+    """β(ℓ − max ℓ) + log p: subtract first, then scale, so large β never overflows."""
+    return beta * (losses - _support_max(losses, prior)) + torch.log(prior)
+
+
+class _Chi2Sorted:
+    """χ² maximisers for one loss vector, sorted once so each further β costs O(log n).
+
+    Stationarity gives q_i = p_i·(1 + (β/2)(ℓ_i − λ))₊ with λ the root of Σ_i q_i = 1 (the
+    multiplier a bisection on λ would find). With the losses sorted in decreasing order the active
+    set {i : q_i > 0} is a prefix; on the prefix of length k+1,
+    λ_k = (Σ_{j≤k} p_j ℓ_j − (2/β)(1 − Σ_{j≤k} p_j)) / Σ_{j≤k} p_j, and k is the largest index with
+    1 + (β/2)(ℓ_k − λ_k) > 0 (a monotone condition, so a binary search finds it). For a uniform prior
+    this is the sort-based Euclidean projection of 1/n + (β/2n)ℓ onto the simplex.
+    """
+
+    def __init__(self, losses: Tensor, prior: Tensor):
+        support = prior > 0
+        self.prior = prior
+        # Shift for conditioning: q depends only on ℓ − const.
+        self.losses = losses - _support_max(losses, prior)
+        order = torch.argsort(self.losses.masked_fill(~support, -math.inf), descending=True, stable=True)
+        self.m = int(support.sum())  # the support comes first in this order
+        l_sorted = self.losses[order][: self.m]
+        p_sorted = prior[order][: self.m]
+        # Prefix sums on the host, once: every β after that is a binary search over them.
+        self.l = l_sorted.cpu().numpy()
+        self.cum_p = torch.cumsum(p_sorted, 0).cpu().numpy()
+        self.cum_pl = torch.cumsum(p_sorted * l_sorted, 0).cpu().numpy()
+        self.cum_pll = torch.cumsum(p_sorted * l_sorted * l_sorted, 0).cpu().numpy()
+
+    def _lam(self, k: int, half: float) -> float:
+        return (self.cum_pl[k] - (1.0 - self.cum_p[k]) / half) / self.cum_p[k]
+
+    def _active(self, half: float) -> tuple[int, float]:
+        """Last active position k (in sorted order) and the multiplier λ_k."""
+        lo, hi = 0, self.m - 1  # position 0 is always active: 1 + half(ℓ_0 − λ_0) = 1/p_0 > 0
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if 1.0 + half * (self.l[mid] - self._lam(mid, half)) > 0:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo, self._lam(lo, half)
+
+    def divergence(self, beta: float) -> float:
+        """χ²(q_β‖p) from the prefix sums: (β/2)² Σ_active p(ℓ − λ)² + (mass of the clipped entries)."""
+        half = beta / 2.0
+        k, lam = self._active(half)
+        p_k = self.cum_p[k]
+        spread = self.cum_pll[k] - 2.0 * lam * self.cum_pl[k] + lam * lam * p_k
+        return float(half * half * max(spread, 0.0) + max(1.0 - p_k, 0.0))
+
+    def weights(self, beta: float) -> Tensor:
+        if beta == 0.0:
+            return self.prior.clone()
+        if math.isinf(beta):
+            return _argmax_limit(self.losses, self.prior)
+        half = beta / 2.0
+        _, lam = self._active(half)
+        q = self.prior * (1.0 + half * (self.losses - lam)).clamp_min(0.0)
+        return q / q.sum()
+
+
+def _cvar(losses: Tensor, prior: Tensor, alpha: float) -> Tensor:
+    """q_i = p_i/α on the largest losses until the mass reaches 1; ties at the threshold share the rest ∝ p."""
+    if alpha >= 1.0:
+        return prior.clone()
+    support = prior > 0
+    masked = losses.masked_fill(~support, -math.inf)
+    order = torch.argsort(masked, descending=True, stable=True)
+    cap_sorted = prior[order] / alpha
+    cum = torch.cumsum(cap_sorted, 0)
+    # First position where the capped mass reaches 1: its loss is the threshold t (the α-quantile).
+    reach = torch.nonzero(cum >= 1.0 - 1e-12)
+    pos = int(reach[0]) if reach.numel() else cum.numel() - 1
+    t = masked[order[pos]]
+    above = support & (losses > t)
+    at = support & (losses == t)
+    q = torch.where(above, prior / alpha, torch.zeros_like(prior))
+    rest = (1.0 - q.sum()).clamp_min(0.0)
+    p_at = torch.where(at, prior, torch.zeros_like(prior))
+    q = q + rest * p_at / p_at.sum()
+    return q / q.sum()
+
+
+def _divergence(q: Tensor, p: Tensor, divergence: str) -> Tensor:
+    support = p > 0
+    if divergence == "kl":
+        ratio = torch.where(support, q / torch.where(support, p, torch.ones_like(p)), torch.zeros_like(q))
+        return torch.where(support, torch.xlogy(q, ratio), torch.zeros_like(q)).sum()
+    if divergence == "chi2":
+        safe_p = torch.where(support, p, torch.ones_like(p))
+        return torch.where(support, (q - p) ** 2 / safe_p, torch.zeros_like(q)).sum()
+    raise ValueError(f"divergence must be 'kl' or 'chi2' here, got {divergence!r}")
+
+
+def _kl_of_tilt(losses: Tensor, prior: Tensor, beta: float) -> tuple[float, float]:
+    """KL(q_β‖p) for q_β ∝ p·e^{βℓ}, and its derivative in t = log β.
+
+    log q_i − log p_i = βs_i − log Σ_j p_j e^{βs_j} (s = ℓ − max ℓ), so KL = β⟨q,s⟩ − log Z, and
+    d KL / d log β = β² Var_q(ℓ).
+    """
+    logits = _tilt_logits(losses, prior, beta)
+    log_z = torch.logsumexp(logits, 0)
+    q = torch.exp(logits - log_z)
+    s = torch.where(prior > 0, losses - _support_max(losses, prior), torch.zeros_like(losses))
+    mean = (q * s).sum()
+    var = (q * (s - mean) ** 2).sum()
+    return float((beta * mean - log_z).clamp_min(0.0)), float(beta * beta * var)
+
+
+def _solve_beta_for_radius(losses: Tensor, prior: Tensor, divergence: str, radius: float,
+                           chi2: _Chi2Sorted | None) -> float:
+    """The multiplier β of the penalised problem whose maximiser sits on the boundary D(q‖p) = r.
+
+    D(q_β‖p) is non-decreasing in β (the constraint's KKT multiplier is 1/β), so the root in
+    t = log β is bracketed and found by safeguarded Newton steps (KL: the derivative is
+    β² Var_q(ℓ), a few O(n) passes) or by bisection (χ²: each step is an O(log n) look-up).
+    Returns ``inf`` when the radius reaches the limit distribution (the arg-max set), ``0`` when
+    radius = 0, and otherwise the feasible side of the bracket, D(q_β‖p) ≤ r.
+    """
+    if radius == 0.0:
+        return 0.0
+    limit = _argmax_limit(losses, prior)
+    d_max = float(_divergence(limit, prior, divergence))
+    if radius >= d_max:
+        return math.inf
+
+    if divergence == "kl":
+        def d_at(t: float) -> tuple[float, float | None]:
+            return _kl_of_tilt(losses, prior, math.exp(t))
+    else:
+        def d_at(t: float) -> tuple[float, float | None]:
+            return chi2.divergence(math.exp(t)), None
+
+    support = prior > 0
+    spread = float(losses[support].max() - losses[support].min())  # > 0 since radius < d_max
+    t = math.log(1.0 / spread)
+    lo, hi = -math.inf, math.inf
+    for _ in range(_BISECT_MAX_STEPS):
+        value, slope = d_at(t)
+        if value <= radius:
+            lo = t
+        else:
+            hi = t
+        if abs(value - radius) <= _BISECT_RTOL * radius:
+            return math.exp(t)  # on the boundary to ~1e-13: feasible up to rounding
+        if hi - lo <= _BISECT_RTOL * max(1.0, abs(t)):
+            break
+        if math.isinf(lo) or math.isinf(hi):
+            # Not bracketed yet: a Newton step when it points the right way, at most ×e² per step.
+            step = (radius - value) / slope if slope else (2.0 if math.isinf(hi) else -2.0)
+            t += max(-2.0, min(2.0, step)) if step else (2.0 if math.isinf(hi) else -2.0)
+            if t < -700.0:  # β below 1e-304: the radius is at the resolution of float64
+                return math.exp(t)
+            continue
+        step = (radius - value) / slope if slope else None
+        newton = t + step if step is not None else None
+        t = newton if newton is not None and lo < newton < hi else 0.5 * (lo + hi)
+    return math.exp(lo) if math.isfinite(lo) else math.exp(t)
+
+
+def _solve(problem: _Problem) -> tuple[Tensor, float | None]:
+    """The maximiser q (work dtype) and, for kl/chi2, the effective penalty β (inf = arg-max limit)."""
+    losses, prior, div = problem.losses, problem.prior, problem.divergence
+    if div == "cvar":
+        return _cvar(losses, prior, problem.alpha), None
+    chi2 = _Chi2Sorted(losses, prior) if div == "chi2" else None
+    if problem.beta is not None:
+        beta = problem.beta
+    else:
+        beta = _solve_beta_for_radius(losses, prior, div, problem.radius, chi2)
+    q = _kl_penalised(losses, prior, beta) if div == "kl" else chi2.weights(beta)
+    return q, beta
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def worst_case_weights(losses, *, divergence: str, beta: float | None = None, radius: float | None = None,
+                       alpha: float | None = None, prior=None) -> Tensor:
+    r"""Worst-case (adversarial) weights ``q`` over the simplex for a vector of losses.
+
+    Args:
+        losses: per-sample (or per-group) losses ``ℓ``, shape ``(n,)``; finite.
+        divergence: ``"kl"``, ``"chi2"`` or ``"cvar"``.
+        beta: penalised form, :math:`\max_q \langle q,\ell\rangle - \frac1\beta D_\phi(q\|p)`, ``β ≥ 0``
+            (``0`` gives ``p``; ``float('inf')`` the arg-max limit). KL: :math:`q\propto p\,e^{\beta\ell}`.
+            χ²: :math:`q_i = p_i(1+\frac\beta2(\ell_i-\lambda))_+` with λ normalising (the paper's
+            eq. (21) is the unclipped case and is wrong once weights clip).
+        radius: constrained form, :math:`D_\phi(q\|p)\le r`, ``r ≥ 0``; a radius beyond what the
+            worst case needs returns the arg-max limit.
+        alpha: CVaR level in ``(0, 1]`` (``divergence="cvar"``): :math:`q_i \le p_i/\alpha`.
+        prior: reference distribution ``p`` (non-negative, sums to 1); uniform when ``None``.
+
+    Returns:
+        ``q`` with the shape, dtype and device of ``losses`` (detached). Where maximisers tie,
+        tied mass is spread in proportion to ``p``.
+
+    Example:
+        >>> worst_case_weights(torch.tensor([0.1, 2.0, 0.5]), divergence="kl", beta=1.0)
+        tensor([0.1299, 0.8681, 0.1937])[...]  # doctest: +SKIP
+    """
+    losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior)
+    q, _ = _solve(problem)
+    return q.to(_out_dtype(losses))
+
+
+def _out_dtype(losses: Tensor) -> torch.dtype:
+    return losses.dtype
+
+
+def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None) -> float:
+    r"""The β ↔ r duality: the penalty β whose penalised maximiser solves the radius-r problem.
+
+    For ``r`` below the worst case's divergence, the constrained maximiser equals the penalised one
+    at this β (the KKT multiplier of the constraint is 1/β). Returns ``inf`` when the radius
+    reaches the arg-max limit and ``0`` for ``r = 0``.
+    """
+    if divergence not in ("kl", "chi2"):
+        raise ValueError(f"divergence must be 'kl' or 'chi2' for the β ↔ r duality, got {divergence!r}")
+    _, problem = _prepare(losses, divergence, None, radius, None, prior)
+    _, beta = _solve(problem)
+    return beta
+
+
+def divergence_value(q, p, divergence: str) -> Tensor:
+    r""":math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)` for ``"kl"`` (:math:`\phi=z\log z`) or ``"chi2"``
+    (:math:`\phi=(z-1)^2`). ``p`` entries of zero contribute nothing (``q`` must be zero there)."""
+    q = _as_loss_vector(q, "q")
+    p = _as_loss_vector(p, "p")
+    if q.shape != p.shape:
+        raise ValueError(f"q and p must have the same shape, got {tuple(q.shape)} and {tuple(p.shape)}")
+    if divergence not in ("kl", "chi2"):
+        raise ValueError(f"divergence must be 'kl' or 'chi2', got {divergence!r}")
+    if bool((q < 0).any()) or bool((p < 0).any()):
+        raise ValueError("q and p must be non-negative")
+    if bool(((p == 0) & (q > 0)).any()):
+        return torch.tensor(math.inf, dtype=q.dtype, device=q.device)
+    return _divergence(q, p, divergence)
+
+
+def robust_loss(losses: Tensor, *, divergence: str, beta: float | None = None, radius: float | None = None,
+                alpha: float | None = None, prior=None) -> Tensor:
+    r"""The distributionally robust objective of a loss vector, differentiable.
+
+    Value: for the penalised forms :math:`\max_q \langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)`
+    (KL: the log-mean-exp :math:`\frac1\beta\log\sum_i p_i e^{\beta\ell_i}`; ``β = 0``: the
+    ``p``-weighted mean); for the constrained forms and CVaR, :math:`\langle q^\star,\ell\rangle`.
+    Gradient: :math:`q^\star` with respect to ``ℓ`` (``q`` detached; envelope theorem), so the
+    parameter gradient is :math:`\mathbb E_{q^\star}[\nabla\ell]`::
+
+        per_sample = F.cross_entropy(logits, y, reduction="none")
+        robust_loss(per_sample, divergence="kl", beta=10.0).backward()
+    """
+    losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior)
+    q, beta_eff = _solve(problem)
+    work = problem.losses
+    expected = (q * work).sum()
+    if problem.divergence == "kl" and problem.beta is not None and 0.0 < beta_eff < math.inf:
+        value = _support_max(work, problem.prior) + torch.logsumexp(
+            _tilt_logits(work, problem.prior, beta_eff), 0) / beta_eff
+    elif problem.beta is not None and 0.0 < beta_eff < math.inf:
+        value = expected - _divergence(q, problem.prior, problem.divergence) / beta_eff
+    else:  # constrained, CVaR, β = 0 and β = ∞: the penalty term is zero or absent
+        value = expected
+    q_out = q.to(losses.dtype)
+    # Gradient through ⟨q, ℓ⟩ with q fixed; the detached correction puts the value where it belongs.
+    surrogate = (q_out * losses).sum()
+    return surrogate + (value.to(losses.dtype) - surrogate.detach())
+
+
+class RobustLoss(torch.nn.Module):
+    """Module form of :func:`robust_loss`, fast-dro style: a drop-in reducer of per-sample losses.
+
+    >>> criterion = RobustLoss("kl", beta=10.0)
+    >>> loss = criterion(F.cross_entropy(logits, y, reduction="none"))  # doctest: +SKIP
+    """
+
+    def __init__(self, divergence: str, *, beta: float | None = None, radius: float | None = None,
+                 alpha: float | None = None):
+        super().__init__()
+        # Validate now, on a dummy vector, so a bad configuration fails at construction.
+        _prepare(torch.zeros(1), divergence, beta, radius, alpha, None)
+        self.divergence, self.beta, self.radius, self.alpha = divergence, beta, radius, alpha
+
+    def forward(self, losses: Tensor, prior=None) -> Tensor:
+        return robust_loss(losses, divergence=self.divergence, beta=self.beta, radius=self.radius,
+                           alpha=self.alpha, prior=prior)
+
+    def weights(self, losses: Tensor, prior=None) -> Tensor:
+        return worst_case_weights(losses, divergence=self.divergence, beta=self.beta, radius=self.radius,
+                                  alpha=self.alpha, prior=prior)
+
+    def extra_repr(self) -> str:
+        knob = {"beta": self.beta, "radius": self.radius, "alpha": self.alpha}
+        return f"divergence={self.divergence!r}, " + ", ".join(f"{k}={v}" for k, v in knob.items() if v is not None)

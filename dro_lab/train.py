@@ -1,0 +1,298 @@
+r"""The one training engine of dro_lab.
+
+:func:`fit` runs the loop: it resolves the device, seeds every random draw through
+``torch.Generator``\ s, asks a :class:`Strategy` which indices form the next batch and how to
+reduce the batch's per-sample losses, steps the optimiser, hands the losses back to the strategy
+(samplers learn from them), and records per-epoch metrics (average, per-class, worst-class and,
+where the data have groups, worst-group accuracy) in a :class:`History`.
+
+Methods are strategies, not loops::
+
+    hist = fit(model, train, test=test, strategy=RobustLossStrategy("kl", beta=10), epochs=20)
+
+Batches are drawn lazily, when the loop asks for them, so a strategy's distribution is always
+current (no prefetching lag).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils.data import default_collate
+
+from .metrics import evaluate
+from .robust import RobustLoss
+from .utils import make_generator, resolve_device
+
+__all__ = [
+    "Strategy",
+    "ERM",
+    "RobustLossStrategy",
+    "History",
+    "fit",
+    "fetch_batch",
+    "per_sample_cross_entropy",
+    "clone_model",
+]
+
+
+def per_sample_cross_entropy(logits: Tensor, y: Tensor) -> Tensor:
+    """Cross-entropy with ``reduction="none"``: the per-sample losses every strategy works on."""
+    return F.cross_entropy(logits, y, reduction="none")
+
+
+def fetch_batch(dataset, idx: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """``(x, y, index, group | None)`` for the examples ``idx`` of a dataset yielding ``(x, y, index[, group])``.
+
+    In-memory datasets that offer ``batch(idx)`` are sliced in one call (no per-item Python);
+    any other map-style dataset is collated item by item.
+    """
+    if hasattr(dataset, "batch"):
+        parts = dataset.batch(idx)
+    else:
+        parts = default_collate([dataset[int(i)] for i in idx])
+    parts = tuple(parts)
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2], None
+    if len(parts) == 4:
+        return parts[0], parts[1], parts[2], parts[3]
+    raise ValueError(
+        f"dataset items must be (x, y, index) or (x, y, index, group), got {len(parts)} fields; "
+        "wrap plain (x, y) datasets in dro_lab.data.IndexedDataset"
+    )
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+class Strategy:
+    """How a batch is drawn and how its per-sample losses become the loss to minimise.
+
+    Override any of the hooks; the defaults are plain ERM with uniform shuffling.
+
+    * :meth:`setup` — once, before training, with the dataset size, device and generator.
+    * :meth:`batches` — the index batches of one epoch; drawn lazily, one at a time.
+    * :meth:`reduce` — per-sample losses (shape ``(b,)``) → the scalar to back-propagate.
+    * :meth:`observe` — after the step, the batch's indices and detached losses (for samplers).
+    * :meth:`state_dict` / :meth:`load_state_dict` — everything needed to resume.
+    """
+
+    name = "erm"
+
+    def setup(self, n: int, *, device: torch.device, generator: torch.Generator) -> None:
+        self.n = n
+        self.device = device
+        self.generator = generator
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        perm = torch.randperm(self.n, generator=self.generator)
+        for start in range(0, self.n, batch_size):
+            yield perm[start:start + batch_size]
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        return losses.mean()
+
+    def observe(self, indices: Tensor, losses: Tensor) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+    def describe(self) -> str:
+        return self.name
+
+
+class ERM(Strategy):
+    """Empirical risk minimisation: uniform shuffled batches, mean loss."""
+
+    name = "erm"
+
+
+class RobustLossStrategy(Strategy):
+    r"""Mini-batch DRO: each batch's per-sample losses reduced by :func:`dro_lab.robust_loss`.
+
+    The batch is drawn uniformly and the worst case is taken over the batch (the fast-dro
+    estimator; it is biased for the full-data robust loss except with ``batch_size = n``).
+    ``divergence``/``beta``/``radius``/``alpha`` as in :func:`dro_lab.worst_case_weights`.
+    With ``over="groups"`` the robust reducer runs on the batch's per-group mean losses instead.
+    """
+
+    def __init__(self, divergence: str = "kl", *, beta: float | None = None, radius: float | None = None,
+                 alpha: float | None = None, over: str = "samples"):
+        if over not in ("samples", "groups"):
+            raise ValueError(f"over must be 'samples' or 'groups', got {over!r}")
+        self.criterion = RobustLoss(divergence, beta=beta, radius=radius, alpha=alpha)
+        self.over = over
+        knob = next((f"{k}={v:g}" for k, v in (("β", beta), ("r", radius), ("α", alpha)) if v is not None), "")
+        self.name = f"{divergence}-dro({knob})" if divergence != "cvar" else f"cvar({knob})"
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        if self.over == "groups":
+            if groups is None:
+                raise ValueError("RobustLossStrategy(over='groups') needs a dataset that yields groups")
+            present, inverse = torch.unique(groups, return_inverse=True)
+            sums = losses.new_zeros(len(present)).index_add(0, inverse, losses)
+            counts = torch.bincount(inverse, minlength=len(present)).to(losses.dtype)
+            losses = sums / counts
+        return self.criterion(losses)
+
+    def describe(self) -> str:
+        return self.name
+
+
+# --------------------------------------------------------------------------- history
+
+
+@dataclass
+class History:
+    """Per-epoch records of one run: ``history["test_accuracy"]`` is the column over epochs."""
+
+    strategy: str = ""
+    seed: int = 0
+    device: str = "cpu"
+    records: list[dict] = field(default_factory=list)
+
+    def append(self, record: dict) -> None:
+        self.records.append(record)
+
+    def __getitem__(self, key: str) -> list:
+        if not self.records or key not in self.records[-1]:
+            have = sorted(self.records[-1]) if self.records else []
+            raise KeyError(f"no metric {key!r} in this history; have {have}")
+        return [r.get(key) for r in self.records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def last(self) -> dict:
+        if not self.records:
+            raise IndexError("empty history: no epoch has finished")
+        return self.records[-1]
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "seed": self.seed, "device": self.device, "records": self.records}
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def _make_optimizer(name: str, params, lr: float, momentum: float, weight_decay: float) -> torch.optim.Optimizer:
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be 'sgd', 'adam' or a torch.optim.Optimizer, got {name!r}")
+
+
+def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test=None, epochs: int = 10,
+        batch_size: int = 64, lr: float = 0.1, optimizer: str | torch.optim.Optimizer = "sgd",
+        momentum: float = 0.0, weight_decay: float = 0.0, loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
+        device: str | torch.device = "auto", seed: int = 0, progress: bool = True,
+        eval_train: bool = False, callback: Callable[[int, dict], None] | None = None) -> History:
+    """Train ``model`` on ``train`` with ``strategy`` and return the per-epoch :class:`History`.
+
+    Args:
+        model: any ``nn.Module`` mapping a batch of inputs to logits; moved to ``device``.
+        train, test: datasets yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`).
+        strategy: how batches are drawn and reduced (default :class:`ERM`). Used in place: it keeps
+            its state after training, so a sampler can be inspected (or resumed) afterwards.
+        epochs, batch_size, lr, momentum, weight_decay: the usual; ``optimizer`` is ``"sgd"``,
+            ``"adam"`` or a ready ``torch.optim.Optimizer`` over ``model``'s parameters.
+        loss_fn: per-sample loss ``(logits, y) -> (b,)``; default cross-entropy, ``reduction="none"``.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
+        seed: seeds the batch draws (a dedicated ``torch.Generator``); the model's initialisation
+            is the caller's (call :func:`dro_lab.seed_everything` before building it).
+        progress: a tqdm progress bar over epochs (``tqdm.auto``: a widget in Jupyter).
+        eval_train: also evaluate on the full training set each epoch (``train_*`` metrics).
+        callback: ``callback(epoch, record)`` after each epoch (live figures).
+
+    Returns:
+        :class:`History` with, per epoch, ``epoch``, ``train_loss`` (mean per-sample loss of the
+        batches), ``train_objective`` (mean reduced loss), ``seconds`` and, with ``test``,
+        ``test_accuracy``, ``test_worst_class_accuracy``, ``test_per_class_accuracy`` and, for
+        grouped data, ``test_worst_group_accuracy`` / ``test_per_group_accuracy``.
+    """
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be an integer ≥ 1, got {epochs!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer ≥ 1, got {batch_size!r}")
+    if not (isinstance(lr, (int, float)) and lr > 0 and math.isfinite(lr)):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    n = len(train)
+    if n == 0:
+        raise ValueError("train is empty: need at least one example")
+    strategy = strategy if strategy is not None else ERM()
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"strategy must be a dro_lab.train.Strategy, got {type(strategy).__name__}")
+    dev = resolve_device(device)
+    model.to(dev)
+    loss_fn = loss_fn or per_sample_cross_entropy
+    opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
+        optimizer, model.parameters(), lr, momentum, weight_decay)
+    generator = make_generator(seed)
+    strategy.setup(n, device=dev, generator=generator)
+    history = History(strategy=strategy.describe(), seed=seed, device=str(dev))
+
+    epoch_iter = range(1, epochs + 1)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(epoch_iter, desc=strategy.describe(), leave=False)
+        epoch_iter = bar
+    for epoch in epoch_iter:
+        start = time.perf_counter()
+        model.train()
+        loss_sum, obj_sum, seen, steps = 0.0, 0.0, 0, 0
+        for idx in strategy.batches(epoch, batch_size):
+            x, y, index, groups = fetch_batch(train, idx)
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            losses = loss_fn(model(x), y)
+            if losses.dim() != 1 or losses.shape[0] != y.shape[0]:
+                raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), got {tuple(losses.shape)}")
+            objective = strategy.reduce(losses, indices=index, groups=groups.to(dev) if groups is not None else None)
+            opt.zero_grad(set_to_none=True)
+            objective.backward()
+            opt.step()
+            detached = losses.detach()
+            strategy.observe(index, detached)
+            loss_sum += float(detached.sum())
+            obj_sum += float(objective.detach())
+            seen += len(detached)
+            steps += 1
+        record = {
+            "epoch": epoch,
+            "train_loss": loss_sum / max(seen, 1),
+            "train_objective": obj_sum / max(steps, 1),
+            "steps": steps,
+            "seconds": time.perf_counter() - start,
+        }
+        if eval_train:
+            record.update({f"train_{k}": v for k, v in evaluate(model, train, loss_fn=loss_fn).items()})
+        if test is not None:
+            record.update({f"test_{k}": v for k, v in evaluate(model, test, loss_fn=loss_fn).items()})
+        history.append(record)
+        if bar is not None and "test_accuracy" in record:
+            bar.set_postfix(acc=f"{record['test_accuracy']:.3f}",
+                            worst=f"{record.get('test_worst_group_accuracy', record['test_worst_class_accuracy']):.3f}")
+        if callback is not None:
+            callback(epoch, record)
+    if bar is not None:
+        bar.close()
+    return history
+
+
+def clone_model(model: torch.nn.Module) -> torch.nn.Module:
+    """An independent copy (same initial weights), so several strategies start from one initialisation."""
+    return copy.deepcopy(model)

@@ -1,0 +1,85 @@
+"""Widget panels that only wire sliders to the pure figure builders of :mod:`dro_lab.viz`.
+
+The logic lives in plain functions (testable without a front-end); a panel is
+``HBox([VBox(controls), Output])`` driven by ``ipywidgets.interactive_output``. Anything that
+trains sits behind a Run button. ipywidgets is imported here, lazily from the rest of dro_lab.
+
+Widgets always say which symbol they are: "β (KL inverse temperature)", "α (CVaR level)".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import ipywidgets as W
+from IPython.display import display
+
+__all__ = ["beta_slider", "radius_slider", "cvar_alpha_slider", "panel", "run_panel", "weights_panel"]
+
+_STYLE = {"description_width": "initial"}
+_WIDE = W.Layout(width="360px")
+
+
+def beta_slider(value: float = 1.0, *, min_exp: float = -2, max_exp: float = 3,
+                description: str = "β (KL/χ² inverse temperature)", continuous_update: bool = True) -> W.FloatLogSlider:
+    """A log-scale β slider, 10^min_exp … 10^max_exp."""
+    return W.FloatLogSlider(value=value, base=10, min=min_exp, max=max_exp, step=0.05, description=description,
+                            style=_STYLE, layout=_WIDE, continuous_update=continuous_update, readout_format=".3g")
+
+
+def radius_slider(value: float = 0.1, *, min_exp: float = -3, max_exp: float = 1,
+                  description: str = "r (divergence-ball radius)", continuous_update: bool = True) -> W.FloatLogSlider:
+    """A log-scale radius slider."""
+    return W.FloatLogSlider(value=value, base=10, min=min_exp, max=max_exp, step=0.05, description=description,
+                            style=_STYLE, layout=_WIDE, continuous_update=continuous_update, readout_format=".3g")
+
+
+def cvar_alpha_slider(value: float = 0.2, *, description: str = "α (CVaR level)",
+                      continuous_update: bool = True) -> W.FloatSlider:
+    """The CVaR level α ∈ (0, 1]: the worst α-fraction of the data is averaged."""
+    return W.FloatSlider(value=value, min=0.01, max=1.0, step=0.01, description=description, style=_STYLE,
+                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
+def panel(figure_fn: Callable[..., object], controls: Mapping[str, W.Widget], *, title: str | None = None) -> W.Box:
+    """Controls on the left, the figure returned by ``figure_fn(**values)`` on the right, live.
+
+    ``figure_fn`` is a plain function returning a plotly figure; it is re-run when a control moves.
+    """
+    def show(**kwargs):
+        display(figure_fn(**kwargs))
+
+    out = W.interactive_output(show, dict(controls))
+    left = [W.HTML(f"<b>{title}</b>")] if title else []
+    box = W.HBox([W.VBox(left + list(controls.values())), out])
+    return box
+
+
+def run_panel(run_fn: Callable[..., object], controls: Mapping[str, W.Widget], *, button: str = "Run",
+              title: str | None = None) -> W.Box:
+    """Heavy work behind a button: ``run_fn(**values)`` runs on click; its output (figures, logs) shows below."""
+    btn = W.Button(description=button, button_style="primary", icon="play")
+    out = W.Output()
+
+    def on_click(_):
+        with out:
+            out.clear_output(wait=True)
+            result = run_fn(**{k: w.value for k, w in controls.items()})
+            if result is not None:
+                display(result)
+
+    btn.on_click(on_click)
+    head = [W.HTML(f"<b>{title}</b>")] if title else []
+    return W.VBox(head + [W.HBox(list(controls.values()) + [btn]), out])
+
+
+def weights_panel(losses, *, prior=None, beta: float = 2.0, radius: float = 0.1, alpha: float = 0.2) -> W.Box:
+    """The foundations panel: β, r and α sliders moving the KL / χ² / KL-ball / CVaR weights on ``losses``."""
+    from .viz import weights_figure, weights_for_knobs
+
+    def fig(beta, radius, alpha):
+        return weights_figure(losses, weights_for_knobs(losses, beta=beta, radius=radius, alpha=alpha, prior=prior),
+                              prior=prior)
+
+    controls = {"beta": beta_slider(beta), "radius": radius_slider(radius), "alpha": cvar_alpha_slider(alpha)}
+    return panel(fig, controls, title="Worst-case weights")

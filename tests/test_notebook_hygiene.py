@@ -1,0 +1,131 @@
+"""The lesson notebooks are stored clean and fit the course runner.
+
+For every ``notebooks/*.ipynb``: valid nbformat; no outputs, execution counts or widget state
+(conventions §5); exactly one cell tagged ``parameters`` holding only literal assignments (§3:
+papermill does not recompute derived values); a ``python3`` kernelspec (papermill needs it); and
+the syllabus and the notebooks agree both ways, with every preset parameter declared by its
+notebook (papermill only *warns* about unknown parameters, so a typo would pass silently).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dro_lab.course import load_syllabus
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = REPO / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+SYLLABUS = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)
+NO_NOTEBOOKS = pytest.mark.skipif(not NOTEBOOKS, reason="no notebooks/*.ipynb written yet")
+# Cell metadata nbstripout drops because it changes on every run.
+VOLATILE_CELL_METADATA = {"ExecuteTime", "execution"}
+
+each_notebook = pytest.mark.parametrize(
+    "path", NOTEBOOKS or [pytest.param(None, marks=NO_NOTEBOOKS)], ids=lambda p: p.name if p else "none"
+)
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
+
+
+def parameter_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+
+
+@each_notebook
+def test_valid_nbformat_v4(path):
+    nb = read(path)
+    assert nb.nbformat == 4
+    nbformat.validate(nb)
+
+
+@each_notebook
+def test_stored_without_outputs_counts_or_widget_state(path):
+    nb = read(path)
+    dirty = [
+        i for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)
+    ]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; strip them (nbstripout)"
+    assert "widgets" not in nb.metadata, f"{path.name}: metadata.widgets must not be committed"
+    volatile = [i for i, cell in enumerate(nb.cells) if VOLATILE_CELL_METADATA & set(cell.get("metadata", {}))]
+    assert not volatile, f"{path.name}: cells {volatile} carry execution timing metadata"
+    # A committed papermill output would carry its injected cell, error markers or run metadata.
+    tags = {tag for cell in nb.cells for tag in cell.get("metadata", {}).get("tags", [])}
+    assert not tags & {"injected-parameters", "papermill-error-cell-tag"}, f"{path.name}: papermill output committed"
+    assert "papermill" not in nb.metadata, f"{path.name}: papermill run metadata committed"
+
+
+@each_notebook
+def test_one_parameters_cell_with_literal_assignments_only(path):
+    cells = parameter_cells(read(path))
+    assert len(cells) == 1, f"{path.name}: expected exactly one cell tagged 'parameters', found {len(cells)}"
+    cell = cells[0]
+    assert cell.cell_type == "code"
+    tree = ast.parse(cell.source)
+    assert tree.body, f"{path.name}: the parameters cell is empty"
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value  # `epochs: int = 3` (papermill reads the hint)
+        else:
+            pytest.fail(f"{path.name}: line {statement.lineno} of the parameters cell is not `name = literal`")
+        assert len(targets) == 1 and isinstance(targets[0], ast.Name), (
+            f"{path.name}: line {statement.lineno}: assign one plain name per line"
+        )
+        try:
+            ast.literal_eval(value)
+        except ValueError:
+            pytest.fail(
+                f"{path.name}: `{targets[0].id}` in the parameters cell is not a literal; "
+                "compute derived values in the next cell (papermill does not recompute them)"
+            )
+
+
+@each_notebook
+def test_common_parameters_declared(path):
+    names = set()
+    for statement in ast.parse(parameter_cells(read(path))[0].source).body:
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+        names.add(target.id)
+    missing = {"preset", "seed", "device"} - names
+    assert not missing, f"{path.name}: the parameters cell must declare {sorted(missing)}"
+
+
+@each_notebook
+def test_python3_kernelspec(path):
+    kernelspec = read(path).metadata.get("kernelspec", {})
+    assert kernelspec.get("name") == "python3", f"{path.name}: kernelspec.name must be 'python3', got {kernelspec!r}"
+    assert kernelspec.get("language", "python") == "python"
+
+
+@NO_NOTEBOOKS
+def test_every_notebook_is_in_the_syllabus_and_every_lesson_exists():
+    in_syllabus = {lesson.notebook for lesson in SYLLABUS}
+    on_disk = {path.resolve() for path in NOTEBOOKS}
+    assert not on_disk - in_syllabus, f"notebooks missing from course/syllabus.yaml: {sorted(on_disk - in_syllabus)}"
+    assert not in_syllabus - on_disk, f"syllabus lessons without a notebook: {sorted(in_syllabus - on_disk)}"
+    load_syllabus(SYLLABUS.path)  # the full validation, notebooks included
+
+
+@NO_NOTEBOOKS
+@pytest.mark.parametrize("lesson", SYLLABUS.lessons, ids=SYLLABUS.ids)
+def test_preset_parameters_are_declared_by_the_notebook(lesson):
+    if not lesson.notebook.is_file():
+        pytest.skip(f"{lesson.notebook_relpath} is not written yet (reported by the test above)")
+    import papermill
+
+    declared = set(papermill.inspect_notebook(str(lesson.notebook)))
+    for preset in SYLLABUS.presets:
+        unknown = set(lesson.parameters(preset)) - declared
+        assert not unknown, (
+            f"{lesson.id}: preset {preset!r} passes {sorted(unknown)}, which {lesson.notebook_relpath} "
+            f"does not declare (declared: {sorted(declared)})"
+        )
