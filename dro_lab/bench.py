@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1e2,1e3,1e4,1e5,1e6,1e7", help="comma-separated n values")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--scipy-max-n", type=int, default=200, help="largest n given to the SLSQP baseline (O(n³))")
-    ap.add_argument("--lp-max-n", type=int, default=100_000, help="largest n given to the CVaR LP baseline")
+    ap.add_argument("--lp-max-n", type=int, default=10_000, help="largest n given to the CVaR LP baseline")
     ap.add_argument("--budget", type=float, default=20.0, help="seconds per timing before repeats stop early")
     ap.add_argument("--json", metavar="PATH", help="also write machine-readable results here")
     ap.add_argument("--quick", action="store_true", help="n up to 1e5, 2 repeats (a smoke check)")

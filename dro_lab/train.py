@@ -124,15 +124,20 @@ class RobustLossStrategy(Strategy):
     The batch is drawn uniformly and the worst case is taken over the batch (the fast-dro
     estimator; it is biased for the full-data robust loss except with ``batch_size = n``).
     ``divergence``/``beta``/``radius``/``alpha`` as in :func:`dro_lab.worst_case_weights`.
-    With ``over="groups"`` the robust reducer runs on the batch's per-group mean losses instead.
+    With ``over="groups"`` the robust reducer runs on the batch's per-group mean losses instead,
+    around a prior over the groups: ``group_prior="uniform"`` (β → 0 is group-balanced ERM) or
+    ``"empirical"`` (each group weighted by its share of the batch, so β → 0 is plain ERM).
     """
 
     def __init__(self, divergence: str = "kl", *, beta: float | None = None, radius: float | None = None,
-                 alpha: float | None = None, over: str = "samples"):
+                 alpha: float | None = None, over: str = "samples", group_prior: str = "uniform"):
         if over not in ("samples", "groups"):
             raise ValueError(f"over must be 'samples' or 'groups', got {over!r}")
+        if group_prior not in ("uniform", "empirical"):
+            raise ValueError(f"group_prior must be 'uniform' or 'empirical', got {group_prior!r}")
         self.criterion = RobustLoss(divergence, beta=beta, radius=radius, alpha=alpha)
         self.over = over
+        self.group_prior = group_prior
         knob = next((f"{k}={v:g}" for k, v in (("β", beta), ("r", radius), ("α", alpha)) if v is not None), "")
         self.name = f"{divergence}-dro({knob})" if divergence != "cvar" else f"cvar({knob})"
 
@@ -143,7 +148,8 @@ class RobustLossStrategy(Strategy):
             present, inverse = torch.unique(groups, return_inverse=True)
             sums = losses.new_zeros(len(present)).index_add(0, inverse, losses)
             counts = torch.bincount(inverse, minlength=len(present)).to(losses.dtype)
-            losses = sums / counts
+            prior = counts / counts.sum() if self.group_prior == "empirical" else None
+            return self.criterion(sums / counts, prior=prior)
         return self.criterion(losses)
 
     def describe(self) -> str:

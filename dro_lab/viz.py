@@ -57,7 +57,7 @@ def weights_figure(losses, weights: Mapping[str, Sequence[float]], *, prior=None
     fig.update_layout(
         **_LAYOUT, barmode="group", title=title or "Worst-case weights q (examples sorted by loss)",
         xaxis_title="example (sorted by loss)", yaxis_title="weight qᵢ",
-        yaxis2=dict(title="loss ℓᵢ", overlaying="y", side="right", showgrid=False),
+        yaxis2=dict(title="loss ℓᵢ", overlaying="y", side="right", showgrid=False, rangemode="tozero"),
         legend=dict(orientation="h", y=-0.25),
     )
     return fig
@@ -89,8 +89,9 @@ def duality_figure(radii: Sequence[float], betas: Sequence[float], *, divergence
     """β ↔ r: for each radius r the penalty β whose penalised maximiser equals the constrained one."""
     fig = go.Figure()
     finite = [(r, b) for r, b in zip(radii, betas) if math.isfinite(b) and b > 0]
+    color = PALETTE[1] if divergence == "kl" else PALETTE[2]
     fig.add_scatter(x=[r for r, _ in finite], y=[b for _, b in finite], mode="lines+markers",
-                    name=divergence, line=dict(color=PALETTE[1]))
+                    name=divergence, line=dict(color=color))
     fig.update_layout(**_LAYOUT, title="β ↔ r duality", xaxis_title="radius r", yaxis_title="β(r)",
                       xaxis_type="log", yaxis_type="log")
     return fig
@@ -201,9 +202,9 @@ def history_figure(histories: Mapping[str, Sequence], metric: str, *, title: str
 def weights_for_knobs(losses, *, beta: float, radius: float, alpha: float, prior=None) -> dict[str, torch.Tensor]:
     """The weight vectors the foundations panel shows: KL and χ² penalised (β), KL constrained (r), CVaR (α)."""
     return {
-        f"KL, β={beta:g}": worst_case_weights(losses, divergence="kl", beta=beta, prior=prior),
-        f"χ², β={beta:g}": worst_case_weights(losses, divergence="chi2", beta=beta, prior=prior),
-        f"KL ball, r={radius:g}": worst_case_weights(losses, divergence="kl", radius=radius, prior=prior),
-        f"CVaR, α={alpha:g}": worst_case_weights(losses, divergence="cvar", alpha=alpha, prior=prior),
+        f"KL, β={beta:.3g}": worst_case_weights(losses, divergence="kl", beta=beta, prior=prior),
+        f"χ², β={beta:.3g}": worst_case_weights(losses, divergence="chi2", beta=beta, prior=prior),
+        f"KL ball, r={radius:.3g}": worst_case_weights(losses, divergence="kl", radius=radius, prior=prior),
+        f"CVaR, α={alpha:.3g}": worst_case_weights(losses, divergence="cvar", alpha=alpha, prior=prior),
     }
 

@@ -83,6 +83,16 @@ def test_group_reduction_is_the_robust_loss_of_group_means():
         strat.reduce(losses, indices=torch.arange(5), groups=None)
 
 
+def test_group_reduction_with_empirical_prior_tends_to_erm():
+    # Empirical group prior: β → 0 gives Σ_g (n_g/n)·mean_g = the plain batch mean.
+    strat = RobustLossStrategy("kl", beta=1e-9, over="groups", group_prior="empirical")
+    losses = torch.tensor([1.0, 3.0, 2.0, 10.0, 0.0])
+    out = strat.reduce(losses, indices=torch.arange(5), groups=torch.tensor([0, 0, 1, 2, 2]))
+    assert float(out) == pytest.approx(float(losses.mean()), rel=1e-6)
+    with pytest.raises(ValueError, match="group_prior"):
+        RobustLossStrategy("kl", beta=1.0, over="groups", group_prior="sizes")
+
+
 def test_erm_epoch_visits_every_example_once_and_seed_fixes_the_order():
     s = ERM()
     s.setup(23, device=torch.device("cpu"), generator=torch.Generator().manual_seed(5))
