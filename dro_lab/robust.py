@@ -49,6 +49,7 @@ class _Problem(NamedTuple):
     beta: float | None
     radius: float | None
     alpha: float | None
+    uniform: bool  # prior is None: fast paths that skip log p and the weighted sort
 
 
 # --------------------------------------------------------------------------- validation
@@ -122,6 +123,10 @@ def _prepare(losses, divergence, beta, radius, alpha, prior) -> tuple[Tensor, _P
             radius = _check_number(radius, "radius", low=0.0, low_inclusive=True, allow_inf=True)
 
     dtype = _work_dtype(losses.device)
+    if divergence == "kl" and beta is not None and losses.dtype == torch.float32:
+        # The KL closed form is one stable softmax (subtract the max, then scale): float32 is exact
+        # enough for float32 outputs, and skipping the float64 copy halves its cost at large n.
+        dtype = torch.float32
     work = losses.detach().to(dtype)
     n = work.numel()
     if prior is None:
@@ -139,7 +144,7 @@ def _prepare(losses, divergence, beta, radius, alpha, prior) -> tuple[Tensor, _P
         if abs(total - 1.0) > 1e-4:
             raise ValueError(f"prior must sum to 1 (a probability vector), got sum {total:.6g}")
         p = p / p.sum()
-    return losses, _Problem(work, p, divergence, beta, radius, alpha)
+    return losses, _Problem(work, p, divergence, beta, radius, alpha, prior is None)
 
 
 # --------------------------------------------------------------------------- the maximisers
@@ -152,13 +157,54 @@ def _argmax_limit(losses: Tensor, prior: Tensor) -> Tensor:
     return q / q.sum()
 
 
-def _kl_penalised(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
+def _kl_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
     """q ∝ p·exp(βℓ): a softmax of β(ℓ − max ℓ) + log p (subtract first, then scale: no overflow)."""
     if beta == 0.0:
         return prior.clone()
     if math.isinf(beta):
         return _argmax_limit(losses, prior)
+    if uniform:  # log p is a constant: one pass fewer over n
+        return torch.softmax(beta * (losses - losses.max()), dim=0)
     return torch.softmax(_tilt_logits(losses, prior, beta), dim=0)
+
+
+def _chi2_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
+    """q_i = p_i·(1 + (β/2)(ℓ_i − λ))₊ with λ the root of f(λ) = Σ_i q_i(λ) − 1, by Newton's method.
+
+    f is convex, decreasing and piecewise linear in λ. Newton started left of the root (at the
+    unclipped solution λ = Σ p ℓ, where f ≥ 0) never overshoots and reaches the exact root in a few
+    O(n) passes (the Michelot/Condat iteration for simplex projections); no sort needed.
+    """
+    if beta == 0.0:
+        return prior.clone()
+    if math.isinf(beta):
+        return _argmax_limit(losses, prior)
+    half = beta / 2.0
+    if uniform:
+        # (1 + (β/2)(ℓ − λ))₊ = (β/2)(ℓ − c)₊ with c = λ − 2/β: two fused passes per Newton step.
+        c = float(losses.mean()) - 1.0 / half
+        n = losses.numel()
+        for _ in range(200):
+            f = half * float((losses - c).relu_().sum()) / n - 1.0
+            active = int((losses > c).sum())
+            if f <= 1e-15 or active == 0:
+                break
+            c += f * n / (half * active)
+        q = (losses - c).relu_()
+        return q / q.sum()
+    support = prior > 0
+    s = torch.where(support, losses - _support_max(losses, prior), torch.zeros_like(losses))
+    lam = float((prior * s).sum())
+    for _ in range(200):
+        z = 1.0 + half * (s - lam)
+        active = (z > 0) & support
+        f = float((prior * z.clamp_min(0.0)).sum()) - 1.0
+        slope = half * float(prior[active].sum())
+        if f <= 1e-15 or slope <= 0.0:
+            break
+        lam += f / slope
+    q = prior * (1.0 + half * (s - lam)).clamp_min(0.0)
+    return q / q.sum()
 
 
 def _support_max(losses: Tensor, prior: Tensor) -> Tensor:
@@ -231,10 +277,17 @@ class _Chi2Sorted:
         return q / q.sum()
 
 
-def _cvar(losses: Tensor, prior: Tensor, alpha: float) -> Tensor:
+def _cvar(losses: Tensor, prior: Tensor, alpha: float, uniform: bool = False) -> Tensor:
     """q_i = p_i/α on the largest losses until the mass reaches 1; ties at the threshold share the rest ∝ p."""
     if alpha >= 1.0:
         return prior.clone()
+    if uniform:
+        # The threshold is the k-th largest loss, k = ⌈nα⌉: an O(n) selection instead of a sort.
+        n = losses.numel()
+        k = max(1, min(n, math.ceil(n * alpha - 1e-9)))
+        t = torch.kthvalue(losses, n - k + 1).values
+        support = torch.ones_like(losses, dtype=torch.bool)
+        return _cvar_fill(losses, prior, alpha, t, support)
     support = prior > 0
     masked = losses.masked_fill(~support, -math.inf)
     order = torch.argsort(masked, descending=True, stable=True)
@@ -244,6 +297,11 @@ def _cvar(losses: Tensor, prior: Tensor, alpha: float) -> Tensor:
     reach = torch.nonzero(cum >= 1.0 - 1e-12)
     pos = int(reach[0]) if reach.numel() else cum.numel() - 1
     t = masked[order[pos]]
+    return _cvar_fill(losses, prior, alpha, t, support)
+
+
+def _cvar_fill(losses: Tensor, prior: Tensor, alpha: float, t: Tensor, support: Tensor) -> Tensor:
+    """Cap p_i/α above the threshold t; the mass left is shared by the losses equal to t, ∝ p."""
     above = support & (losses > t)
     at = support & (losses == t)
     q = torch.where(above, prior / alpha, torch.zeros_like(prior))
@@ -264,16 +322,17 @@ def _divergence(q: Tensor, p: Tensor, divergence: str) -> Tensor:
     raise ValueError(f"divergence must be 'kl' or 'chi2' here, got {divergence!r}")
 
 
-def _kl_of_tilt(losses: Tensor, prior: Tensor, beta: float) -> tuple[float, float]:
-    """KL(q_β‖p) for q_β ∝ p·e^{βℓ}, and its derivative in t = log β.
+def _kl_of_tilt(s: Tensor, log_p: Tensor | None, beta: float) -> tuple[float, float]:
+    """KL(q_β‖p) for q_β ∝ p·e^{βs}, and its derivative in t = log β.
 
-    log q_i − log p_i = βs_i − log Σ_j p_j e^{βs_j} (s = ℓ − max ℓ), so KL = β⟨q,s⟩ − log Z, and
-    d KL / d log β = β² Var_q(ℓ).
+    ``s`` is ℓ − max ℓ (zero off the support) and ``log_p`` the log prior (``None``: uniform). As
+    log q_i − log p_i = βs_i − log Σ_j p_j e^{βs_j}, KL = β⟨q,s⟩ − log Z and d KL/d log β = β² Var_q(s).
     """
-    logits = _tilt_logits(losses, prior, beta)
+    logits = beta * s if log_p is None else beta * s + log_p
     log_z = torch.logsumexp(logits, 0)
     q = torch.exp(logits - log_z)
-    s = torch.where(prior > 0, losses - _support_max(losses, prior), torch.zeros_like(losses))
+    if log_p is None:
+        log_z = log_z - math.log(s.numel())
     mean = (q * s).sum()
     var = (q * (s - mean) ** 2).sum()
     return float((beta * mean - log_z).clamp_min(0.0)), float(beta * beta * var)
@@ -297,8 +356,12 @@ def _solve_beta_for_radius(losses: Tensor, prior: Tensor, divergence: str, radiu
         return math.inf
 
     if divergence == "kl":
+        support = prior > 0
+        shifted = torch.where(support, losses - _support_max(losses, prior), torch.zeros_like(losses))
+        log_p = None if bool((prior == prior[0]).all()) else torch.log(prior)
+
         def d_at(t: float) -> tuple[float, float | None]:
-            return _kl_of_tilt(losses, prior, math.exp(t))
+            return _kl_of_tilt(shifted, log_p, math.exp(t))
     else:
         def d_at(t: float) -> tuple[float, float | None]:
             return chi2.divergence(math.exp(t)), None
@@ -334,13 +397,16 @@ def _solve(problem: _Problem) -> tuple[Tensor, float | None]:
     """The maximiser q (work dtype) and, for kl/chi2, the effective penalty β (inf = arg-max limit)."""
     losses, prior, div = problem.losses, problem.prior, problem.divergence
     if div == "cvar":
-        return _cvar(losses, prior, problem.alpha), None
-    chi2 = _Chi2Sorted(losses, prior) if div == "chi2" else None
+        return _cvar(losses, prior, problem.alpha, problem.uniform), None
     if problem.beta is not None:
         beta = problem.beta
-    else:
-        beta = _solve_beta_for_radius(losses, prior, div, problem.radius, chi2)
-    q = _kl_penalised(losses, prior, beta) if div == "kl" else chi2.weights(beta)
+        solver = _kl_penalised if div == "kl" else _chi2_penalised
+        q = solver(losses, prior, beta, problem.uniform)
+        return q, beta
+    # Constrained: many β's are tried, so χ² sorts once and answers each β by binary search.
+    chi2 = _Chi2Sorted(losses, prior) if div == "chi2" else None
+    beta = _solve_beta_for_radius(losses, prior, div, problem.radius, chi2)
+    q = _kl_penalised(losses, prior, beta, problem.uniform) if div == "kl" else chi2.weights(beta)
     return q, beta
 
 
