@@ -101,7 +101,7 @@ def _check_number(value, name: str, *, low: float, low_inclusive: bool, high: fl
     return value
 
 
-def _prepare(losses, divergence, beta, radius, alpha, prior) -> tuple[Tensor, _Problem]:
+def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bool = False) -> tuple[Tensor, _Problem]:
     losses = _as_loss_vector(losses)
     if not isinstance(divergence, str) or divergence.lower() not in DIVERGENCES:
         raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
@@ -123,9 +123,10 @@ def _prepare(losses, divergence, beta, radius, alpha, prior) -> tuple[Tensor, _P
             radius = _check_number(radius, "radius", low=0.0, low_inclusive=True, allow_inf=True)
 
     dtype = _work_dtype(losses.device)
-    if divergence == "kl" and beta is not None and losses.dtype == torch.float32:
-        # The KL closed form is one stable softmax (subtract the max, then scale): float32 is exact
-        # enough for float32 outputs, and skipping the float64 copy halves its cost at large n.
+    if weights_only and divergence == "kl" and beta is not None and losses.dtype == torch.float32:
+        # The KL weights are one stable softmax (subtract the max, then scale): float32 is exact
+        # enough for float32 outputs, and skipping the float64 copy halves its cost at large n. Not
+        # for the robust loss's value, (1/β)·log-mean-exp, which cancels catastrophically at small β.
         dtype = torch.float32
     work = losses.detach().to(dtype)
     n = work.numel()
@@ -437,13 +438,9 @@ def worst_case_weights(losses, *, divergence: str, beta: float | None = None, ra
         >>> worst_case_weights(torch.tensor([0.1, 2.0, 0.5]), divergence="kl", beta=1.0)
         tensor([0.1299, 0.8681, 0.1937])[...]  # doctest: +SKIP
     """
-    losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior)
+    losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior, weights_only=True)
     q, _ = _solve(problem)
-    return q.to(_out_dtype(losses))
-
-
-def _out_dtype(losses: Tensor) -> torch.dtype:
-    return losses.dtype
+    return q.to(losses.dtype)
 
 
 def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None) -> float:

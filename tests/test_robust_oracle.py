@@ -754,3 +754,18 @@ def _v(*xs):
 def test_bad_inputs_raise(fn, losses, kw, match):
     with pytest.raises((ValueError, TypeError), match=f"(?i){match}"):
         fn(losses, **kw)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("beta", [1e-9, 1e-4, 1e-2])
+def test_robust_loss_value_tends_to_the_mean_at_small_beta_in_low_precision(dtype, beta):
+    # (1/β)·log Σ p e^{βℓ} = mean + (β/2)·Var + O(β²): a float32 log-sum-exp divided by a tiny β
+    # would cancel catastrophically, so the value must be formed in higher precision.
+    from scipy.special import logsumexp
+
+    losses = torch.tensor([1.0, 3.0, 2.0, 10.0, 0.0]).to(dtype)
+    l64 = losses.double().numpy()
+    # log-mean-exp around the mean, in float64: (1/β)·log mean e^{β(ℓ − mean)} + mean
+    exact = float(l64.mean() + (logsumexp(beta * (l64 - l64.mean())) - np.log(len(l64))) / beta)
+    value = float(robust_loss(losses, divergence="kl", beta=beta))
+    assert value == pytest.approx(exact, rel=1e-2 if dtype != torch.float32 else 1e-6)
