@@ -543,10 +543,10 @@ def make_minority_blobs(n: int = 1000, *, minority_fraction: float = 0.1, seed: 
     10 % minority leans on the spurious feature. Measured over seeds 0–4 with ``n=1000``:
     scikit-learn's logistic regression reaches 0.92 average training accuracy, 0.96 on the
     majority and only 0.53 on the minority (test accuracies); an ``MLP(2, 2)`` trained by
-    full-batch Adam reaches 0.95 / 0.96 / 0.51. Up-weighting the minority (or the hard, high-loss
-    examples, which are mostly minority points) moves the boundary towards :math:`x_1 = 0`: with
-    group-balanced weights, logistic regression gets 0.85 on the majority and 0.83 on the
-    minority. Labels are exactly balanced inside each group.
+    full-batch Adam reaches 0.95 / 0.96 / 0.51. Up-weighting the minority group moves the boundary
+    towards :math:`x_1 = 0`: with group-balanced weights, logistic regression gets 0.85 on the
+    majority and 0.83 on the minority. Up-weighting the hard, high-loss *examples* does not (the
+    classes overlap, so the hardest points are noise in both groups): lesson 01 measures this. Labels are exactly balanced inside each group.
 
     The test set follows the same construction with ``test_minority_fraction`` (default 0.5), so
     the minority accuracy is measured on many points; report per-group and worst-group

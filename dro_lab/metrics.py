@@ -72,6 +72,8 @@ def evaluate(model: torch.nn.Module, dataset, *, batch_size: int = 1024,
     idx = torch.arange(len(dataset))
     x, y, _, groups = fetch_batch(dataset, idx)
     logits = predict(model, x, batch_size=batch_size).cpu()
+    y = y.cpu()  # the dataset may live on the GPU (ArrayDataset.to); metrics are computed on the host
+    groups = groups.cpu() if groups is not None else None
     loss_fn = loss_fn or (lambda out, target: F.cross_entropy(out, target, reduction="none"))
     losses = loss_fn(logits, y)
     k = num_classes or getattr(dataset, "num_classes", None) or logits.shape[1]

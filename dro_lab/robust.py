@@ -61,23 +61,25 @@ def _work_dtype(device: torch.device) -> torch.dtype:
 
 
 def _as_loss_vector(losses, name: str = "losses") -> Tensor:
+    integer_dtype = torch.get_default_dtype()
     if not isinstance(losses, Tensor):
-        try:
-            losses = torch.as_tensor(losses, dtype=torch.float64)
+        try:  # numpy arrays keep their float dtype; Python lists are read as float64
+            losses = torch.as_tensor(losses, dtype=torch.float64 if isinstance(losses, (list, tuple)) else None)
         except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
             raise TypeError(f"{name} must be a 1-D tensor or array of floats, got {type(losses).__name__}") from exc
+        integer_dtype = torch.float64
     if losses.is_complex() or losses.dtype == torch.bool:
         raise TypeError(f"{name} must hold real numbers, got dtype {losses.dtype}")
     if not losses.is_floating_point():
-        losses = losses.to(torch.get_default_dtype())
+        losses = losses.to(integer_dtype)
     if losses.dim() != 1:
-        raise ValueError(f"{name} must be a 1-D vector of per-sample losses, got shape {tuple(losses.shape)}")
+        raise ValueError(f"{name} must be a 1-D vector, got shape {tuple(losses.shape)}")
     if losses.numel() == 0:
-        raise ValueError(f"{name} is empty: need at least one loss")
+        raise ValueError(f"{name} is empty: need at least one entry")
     bad = ~torch.isfinite(losses.detach())
     if bool(bad.any()):
         where = torch.nonzero(bad).flatten()[:5].tolist()
-        raise ValueError(f"{name} contains NaN or inf values (first at indices {where}); losses must be finite")
+        raise ValueError(f"{name} contains NaN or inf values (first at indices {where}); {name} must be finite")
     return losses
 
 
@@ -123,7 +125,8 @@ def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bo
             radius = _check_number(radius, "radius", low=0.0, low_inclusive=True, allow_inf=True)
 
     dtype = _work_dtype(losses.device)
-    if weights_only and divergence == "kl" and beta is not None and losses.dtype == torch.float32:
+    if weights_only and divergence == "kl" and beta is not None and losses.dtype == torch.float32 \
+            and beta < torch.finfo(torch.float32).max:
         # The KL weights are one stable softmax (subtract the max, then scale): float32 is exact
         # enough for float32 outputs, and skipping the float64 copy halves its cost at large n. Not
         # for the robust loss's value, (1/β)·log-mean-exp, which cancels catastrophically at small β.
@@ -133,14 +136,14 @@ def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bo
     if prior is None:
         p = torch.full((n,), 1.0 / n, dtype=dtype, device=work.device)
     else:
-        p = _as_loss_vector(prior, "prior") if not isinstance(prior, Tensor) else prior
-        if not isinstance(p, Tensor) or p.dim() != 1 or p.numel() != n:
+        p = prior if isinstance(prior, Tensor) else _as_loss_vector(prior, "prior").to(losses.device)
+        if p.dim() != 1 or p.numel() != n:
             raise ValueError(f"prior must be a 1-D vector of length {n} (one weight per loss), got shape {tuple(p.shape)}")
         if p.device != losses.device:
             raise ValueError(f"prior is on {p.device} but losses are on {losses.device}; put them on one device")
         p = p.detach().to(dtype)
         if not bool(torch.isfinite(p).all()) or bool((p < 0).any()):
-            raise ValueError("prior must be finite and non-negative")
+            raise ValueError("prior must be finite and non-negative (a probability vector)")
         total = float(p.sum())
         if abs(total - 1.0) > 1e-4:
             raise ValueError(f"prior must sum to 1 (a probability vector), got sum {total:.6g}")
@@ -170,42 +173,41 @@ def _kl_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = Fa
 
 
 def _chi2_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
-    """q_i = p_i·(1 + (β/2)(ℓ_i − λ))₊ with λ the root of f(λ) = Σ_i q_i(λ) − 1, by Newton's method.
+    """q_i = p_i·(1 + (β/2)(ℓ_i − λ))₊ with λ the root of Σ_i q_i(λ) = 1, without sorting.
 
-    f is convex, decreasing and piecewise linear in λ. Newton started left of the root (at the
-    unclipped solution λ = Σ p ℓ, where f ≥ 0) never overshoots and reaches the exact root in a few
-    O(n) passes (the Michelot/Condat iteration for simplex projections); no sort needed.
+    Write q_i = p_i·(β/2)·(s_i − c)₊ with s = ℓ − max ℓ and c = λ − 2/β. On an active set A the
+    normalisation is linear, c = (Σ_A p s − 2/β) / Σ_A p. Start from A = the whole support (the
+    unclipped solution, the paper's eq. (21)), drop the entries with s_i ≤ c, recompute c, repeat:
+    c only grows and A only shrinks, so this Michelot iteration ends in a few O(n) passes at the
+    exact root (it is Newton's method on the piecewise-linear normalisation equation).
     """
     if beta == 0.0:
         return prior.clone()
     if math.isinf(beta):
         return _argmax_limit(losses, prior)
-    half = beta / 2.0
-    if uniform:
-        # (1 + (β/2)(ℓ − λ))₊ = (β/2)(ℓ − c)₊ with c = λ − 2/β: two fused passes per Newton step.
-        c = float(losses.mean()) - 1.0 / half
-        n = losses.numel()
-        for _ in range(200):
-            f = half * float((losses - c).relu_().sum()) / n - 1.0
-            active = int((losses > c).sum())
-            if f <= 1e-15 or active == 0:
-                break
-            c += f * n / (half * active)
-        q = (losses - c).relu_()
-        return q / q.sum()
+    inv_half = 2.0 / beta
     support = prior > 0
-    s = torch.where(support, losses - _support_max(losses, prior), torch.zeros_like(losses))
-    lam = float((prior * s).sum())
-    for _ in range(200):
-        z = 1.0 + half * (s - lam)
-        active = (z > 0) & support
-        f = float((prior * z.clamp_min(0.0)).sum()) - 1.0
-        slope = half * float(prior[active].sum())
-        if f <= 1e-15 or slope <= 0.0:
+    # Shifting by the max keeps s − c well conditioned at huge β (c → 0 from below, never past it).
+    s = torch.where(support, losses - _support_max(losses, prior), torch.full_like(losses, -math.inf))
+    weights = None if uniform else prior  # uniform: counts instead of p-weighted sums (one pass fewer)
+    active = support
+    for _ in range(losses.numel() + 1):
+        if weights is None:
+            mass = float(active.sum()) / losses.numel()
+            total = float(torch.where(active, s, torch.zeros_like(s)).sum()) / losses.numel()
+        else:
+            mass = float(torch.where(active, weights, torch.zeros_like(weights)).sum())
+            total = float(torch.where(active, weights * s, torch.zeros_like(s)).sum())
+        c = (total - inv_half) / mass
+        now = support & (s > c)
+        if bool((now == active).all()):
             break
-        lam += f / slope
-    q = prior * (1.0 + half * (s - lam)).clamp_min(0.0)
-    return q / q.sum()
+        active = now
+    q = prior * (s - c).clamp_min(0.0)
+    total_q = q.sum()
+    if not bool(total_q > 0):  # c rounded onto the max (β beyond float range): the β → ∞ limit
+        return _argmax_limit(losses, prior)
+    return q / total_q
 
 
 def _support_max(losses: Tensor, prior: Tensor) -> Tensor:
@@ -215,8 +217,9 @@ def _support_max(losses: Tensor, prior: Tensor) -> Tensor:
 
 
 def _tilt_logits(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
-    """β(ℓ − max ℓ) + log p: subtract first, then scale, so large β never overflows."""
-    return beta * (losses - _support_max(losses, prior)) + torch.log(prior)
+    """β(ℓ − max ℓ) + log p on the support, −∞ off it: subtract first, then scale (no overflow)."""
+    logits = beta * (losses - _support_max(losses, prior)) + torch.log(prior)
+    return torch.where(prior > 0, logits, torch.full_like(logits, -math.inf))
 
 
 class _Chi2Sorted:
@@ -450,7 +453,7 @@ def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None)
     at this β (the KKT multiplier of the constraint is 1/β). Returns ``inf`` when the radius
     reaches the arg-max limit and ``0`` for ``r = 0``.
     """
-    if divergence not in ("kl", "chi2"):
+    if not isinstance(divergence, str) or divergence.lower() not in ("kl", "chi2"):
         raise ValueError(f"divergence must be 'kl' or 'chi2' for the β ↔ r duality, got {divergence!r}")
     _, problem = _prepare(losses, divergence, None, radius, None, prior)
     _, beta = _solve(problem)
@@ -491,8 +494,7 @@ def robust_loss(losses: Tensor, *, divergence: str, beta: float | None = None, r
     work = problem.losses
     expected = (q * work).sum()
     if problem.divergence == "kl" and problem.beta is not None and 0.0 < beta_eff < math.inf:
-        value = _support_max(work, problem.prior) + torch.logsumexp(
-            _tilt_logits(work, problem.prior, beta_eff), 0) / beta_eff
+        value = _support_max(work, problem.prior) + _log_mean_exp_shifted(work, problem.prior, beta_eff) / beta_eff
     elif problem.beta is not None and 0.0 < beta_eff < math.inf:
         value = expected - _divergence(q, problem.prior, problem.divergence) / beta_eff
     else:  # constrained, CVaR, β = 0 and β = ∞: the penalty term is zero or absent
@@ -501,6 +503,20 @@ def robust_loss(losses: Tensor, *, divergence: str, beta: float | None = None, r
     # Gradient through ⟨q, ℓ⟩ with q fixed; the detached correction puts the value where it belongs.
     surrogate = (q_out * losses).sum()
     return surrogate + (value.to(losses.dtype) - surrogate.detach())
+
+
+def _log_mean_exp_shifted(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
+    """log Σ p e^{β(ℓ − max ℓ)}, accurate even when it is tiny (small β): log1p(Σ p·expm1(βs)).
+
+    The plain log-sum-exp adds log p to βs and loses ~1e-16·log n absolutely, which the caller's
+    division by β would blow up (at β = 1e-16 it returned the max instead of the mean).
+    """
+    support = prior > 0
+    s = torch.where(support, losses - _support_max(losses, prior), torch.zeros_like(losses))
+    m = (prior * torch.expm1(beta * s)).sum()
+    if bool(m > -0.5):
+        return torch.log1p(m)
+    return torch.logsumexp(_tilt_logits(losses, prior, beta), 0)
 
 
 class RobustLoss(torch.nn.Module):

@@ -260,7 +260,10 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
     for epoch in epoch_iter:
         start = time.perf_counter()
         model.train()
-        loss_sum, obj_sum, seen, steps = 0.0, 0.0, 0, 0
+        # Sums stay on the device: no host sync per step (one at the end of the epoch).
+        loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+        obj_sum = torch.zeros((), dtype=torch.float64, device=dev)
+        seen, steps = 0, 0
         for idx in strategy.batches(epoch, batch_size):
             x, y, index, groups = fetch_batch(train, idx)
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
@@ -273,14 +276,14 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
             opt.step()
             detached = losses.detach()
             strategy.observe(index, detached)
-            loss_sum += float(detached.sum())
-            obj_sum += float(objective.detach())
+            loss_sum += detached.sum()
+            obj_sum += objective.detach()
             seen += len(detached)
             steps += 1
         record = {
             "epoch": epoch,
-            "train_loss": loss_sum / max(seen, 1),
-            "train_objective": obj_sum / max(steps, 1),
+            "train_loss": float(loss_sum) / max(seen, 1),
+            "train_objective": float(obj_sum) / max(steps, 1),
             "steps": steps,
             "seconds": time.perf_counter() - start,
         }

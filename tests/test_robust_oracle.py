@@ -769,3 +769,49 @@ def test_robust_loss_value_tends_to_the_mean_at_small_beta_in_low_precision(dtyp
     exact = float(l64.mean() + (logsumexp(beta * (l64 - l64.mean())) - np.log(len(l64))) / beta)
     value = float(robust_loss(losses, divergence="kl", beta=beta))
     assert value == pytest.approx(exact, rel=1e-2 if dtype != torch.float32 else 1e-6)
+
+
+# --------------------------------------------------------------------------- extremes found in review
+
+
+def test_kl_robust_loss_at_tiny_beta_is_the_mean():
+    # (1/β)·log Σ p e^{βℓ} → mean: a plain log-sum-exp returned the max at β = 1e-16.
+    losses = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64)
+    for beta in (1e-300, 1e-16, 1e-12):
+        assert float(robust_loss(losses, divergence="kl", beta=beta)) == pytest.approx(7 / 6, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("losses", "beta", "prior"),
+    [
+        ([1e8, 1e8 - 1, 1e8 - 2], 1e9, None),
+        ([1.0, 2.0, 3.0], 1e20, None),
+        ([1.0, 2.0, 3.0], 1e300, [0.2, 0.3, 0.5]),
+    ],
+)
+def test_chi2_at_huge_beta_is_the_argmax_not_nan(losses, beta, prior):
+    p = None if prior is None else torch.tensor(prior, dtype=torch.float64)
+    q = worst_case_weights(torch.tensor(losses, dtype=torch.float64), divergence="chi2", beta=beta, prior=p)
+    assert torch.isfinite(q).all()
+    assert int(q.argmax()) == int(torch.tensor(losses).argmax()) and float(q.max()) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_kl_beyond_float32_range_and_zero_prior_with_huge_off_support_loss():
+    q = worst_case_weights(torch.tensor([1.0, 2.0, 3.0]), divergence="kl", beta=1e39)
+    assert q.tolist() == [0.0, 0.0, 1.0]
+    prior = torch.tensor([0.0, 0.5, 0.5])
+    q = worst_case_weights(torch.tensor([100.0, 1.0, 2.0]), divergence="kl", beta=1e37, prior=prior)
+    assert q.tolist() == [0.0, 0.0, 1.0]
+    value = robust_loss(torch.tensor([100.0, 1.0, 2.0], dtype=torch.float64), divergence="kl", beta=1e307,
+                        prior=prior.double())
+    assert float(value) == pytest.approx(2.0)
+
+
+def test_array_inputs_keep_float_dtype_and_list_prior_follows_losses():
+    assert worst_case_weights(np.array([1, 2, 3], dtype=np.float32), divergence="kl", beta=1.0).dtype == torch.float32
+    assert worst_case_weights([1, 2, 3], divergence="kl", beta=1.0).dtype == torch.float64
+    with pytest.raises(TypeError, match="real numbers"):
+        worst_case_weights(np.array([True, False]), divergence="kl", beta=1.0)
+    q = worst_case_weights(torch.tensor([1.0, 2.0, 3.0]), divergence="kl", beta=1.0, prior=[0.2, 0.3, 0.5])
+    expected = np.array([0.2, 0.3, 0.5]) * np.exp([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(q.numpy(), expected / expected.sum(), rtol=1e-6)
