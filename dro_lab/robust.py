@@ -189,20 +189,21 @@ def _chi2_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = 
     support = prior > 0
     # Shifting by the max keeps s − c well conditioned at huge β (c → 0 from below, never past it).
     s = torch.where(support, losses - _support_max(losses, prior), torch.full_like(losses, -math.inf))
-    weights = None if uniform else prior  # uniform: counts instead of p-weighted sums (one pass fewer)
-    active = support
-    for _ in range(losses.numel() + 1):
-        if weights is None:
-            mass = float(active.sum()) / losses.numel()
-            total = float(torch.where(active, s, torch.zeros_like(s)).sum()) / losses.numel()
+    n = losses.numel()
+    ps = None if uniform else prior * torch.where(support, s, torch.zeros_like(s))
+    active, count = support, int(support.sum())
+    for _ in range(n + 1):
+        if uniform:  # counts instead of p-weighted sums: one pass fewer
+            mass, total = count / n, float(torch.where(active, s, torch.zeros_like(s)).sum()) / n
         else:
-            mass = float(torch.where(active, weights, torch.zeros_like(weights)).sum())
-            total = float(torch.where(active, weights * s, torch.zeros_like(s)).sum())
+            mass = float(torch.where(active, prior, torch.zeros_like(prior)).sum())
+            total = float(torch.where(active, ps, torch.zeros_like(ps)).sum())
         c = (total - inv_half) / mass
-        now = support & (s > c)
-        if bool((now == active).all()):
+        active = s > c  # off the support s = −∞: never active
+        new_count = int(active.sum())
+        if new_count == count:  # the active set only shrinks, so an equal count is the same set
             break
-        active = now
+        count = new_count
     q = prior * (s - c).clamp_min(0.0)
     total_q = q.sum()
     if not bool(total_q > 0):  # c rounded onto the max (β beyond float range): the β → ∞ limit
