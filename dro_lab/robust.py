@@ -279,7 +279,10 @@ class _Chi2Sorted:
         half = beta / 2.0
         _, lam = self._active(half)
         q = self.prior * (1.0 + half * (self.losses - lam)).clamp_min(0.0)
-        return q / q.sum()
+        total = q.sum()
+        if not bool(total > 0):  # λ rounded past the max at extreme β: the β → ∞ limit
+            return _argmax_limit(self.losses, self.prior)
+        return q / total
 
 
 def _cvar(losses: Tensor, prior: Tensor, alpha: float, uniform: bool = False) -> Tensor:
