@@ -71,6 +71,13 @@ def _time(fn: Callable[[], object], device: torch.device, repeats: int, budget_s
     return statistics.median(times)
 
 
+def _np_divergence(q: np.ndarray, p: np.ndarray, divergence: str) -> float:
+    """D_φ(q‖p) in numpy for the baselines (KL: Σ q log(q/p); χ²: Σ (q − p)²/p)."""
+    if divergence == "kl":
+        return float(np.sum(np.where(q > 0, q * np.log(np.maximum(q, 1e-300) / p), 0.0)))
+    return float(np.sum((q - p) ** 2 / p))
+
+
 def scipy_worst_case(losses: np.ndarray, divergence: str, knob: str, value: float) -> np.ndarray:
     """The baseline: SLSQP over the simplex with the problem written out as a reader would."""
     from scipy.optimize import linprog, minimize
@@ -83,9 +90,7 @@ def scipy_worst_case(losses: np.ndarray, divergence: str, knob: str, value: floa
 
     # Analytic gradients throughout, so the baseline is not handicapped by finite differences.
     def div(q):
-        if divergence == "kl":
-            return float(np.sum(np.where(q > 0, q * np.log(np.maximum(q, 1e-300) / p), 0.0)))
-        return float(np.sum((q - p) ** 2 / p))
+        return _np_divergence(q, p, divergence)
 
     def div_grad(q):
         if divergence == "kl":
@@ -143,10 +148,7 @@ def scipy_dual_worst_case(losses: np.ndarray, divergence: str, knob: str, value:
         return tilt(value)
 
     def excess(t):
-        q = tilt(np.exp(t))
-        d = np.sum(np.where(q > 0, q * np.log(np.maximum(q * n, 1e-300)), 0.0)) if divergence == "kl" \
-            else np.sum((q * n - 1.0) ** 2) / n
-        return d - value
+        return _np_divergence(tilt(np.exp(t)), np.full(n, 1.0 / n), divergence) - value
 
     lo, hi = -5.0, 5.0
     while excess(lo) > 0:
@@ -157,8 +159,8 @@ def scipy_dual_worst_case(losses: np.ndarray, divergence: str, knob: str, value:
 
 
 def bench_weights(sizes, *, device: torch.device, repeats: int, scipy_max_n: int, lp_max_n: int, dual_max_n: int,
-                  budget_s: float,
-                  dtype=torch.float32, seed: int = 0, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+                  budget_s: float, dtype=torch.float32, seed: int = 0,
+                  on_row: Callable[[dict], None] | None = None) -> list[dict]:
     gen = torch.Generator().manual_seed(seed)
     rows = []
     for n in sizes:

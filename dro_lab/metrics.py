@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 __all__ = ["accuracy_report", "evaluate", "predict"]
@@ -67,14 +66,14 @@ def predict(model: torch.nn.Module, x: Tensor, *, batch_size: int = 1024) -> Ten
 def evaluate(model: torch.nn.Module, dataset, *, batch_size: int = 1024,
              loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None, num_classes: int | None = None) -> dict:
     """Metrics of ``model`` on a dataset yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`)."""
-    from .train import fetch_batch  # local: train imports metrics
+    from .train import fetch_batch, per_sample_cross_entropy  # local: train imports metrics
 
     idx = torch.arange(len(dataset))
     x, y, _, groups = fetch_batch(dataset, idx)
     logits = predict(model, x, batch_size=batch_size).cpu()
     y = y.cpu()  # the dataset may live on the GPU (ArrayDataset.to); metrics are computed on the host
     groups = groups.cpu() if groups is not None else None
-    loss_fn = loss_fn or (lambda out, target: F.cross_entropy(out, target, reduction="none"))
+    loss_fn = loss_fn or per_sample_cross_entropy
     losses = loss_fn(logits, y)
     k = num_classes or getattr(dataset, "num_classes", None) or logits.shape[1]
     return accuracy_report(logits.argmax(1), y, groups=groups, num_classes=k, losses=losses)
