@@ -27,7 +27,10 @@ _EXPORTS = {
     "resolve_device": "utils", "seed_everything": "utils", "make_generator": "utils",
     # training engine and metrics (train.py, metrics.py)
     "fit": "train", "Strategy": "train", "ERM": "train", "RobustLossStrategy": "train", "History": "train",
-    "clone_model": "train", "evaluate": "metrics", "accuracy_report": "metrics",
+    "clone_model": "train", "HardnessWeightedStrategy": "train", "OHEMStrategy": "train",
+    "evaluate": "metrics", "accuracy_report": "metrics", "dataset_losses": "metrics",
+    # samplers (samplers.py)
+    "HardnessWeightedSampler": "samplers",
     # data (data.py)
     "ArrayDataset": "data", "IndexedDataset": "data", "DatasetUnavailableError": "data", "load_digits": "data",
     "make_minority_blobs": "data", "load_tabular": "data", "make_imbalanced": "data", "split_dataset": "data",

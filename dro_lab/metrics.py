@@ -7,7 +7,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-__all__ = ["accuracy_report", "evaluate", "predict"]
+__all__ = ["accuracy_report", "evaluate", "predict", "dataset_losses"]
 
 
 def accuracy_report(pred: Tensor, y: Tensor, *, groups: Tensor | None = None,
@@ -33,6 +33,7 @@ def accuracy_report(pred: Tensor, y: Tensor, *, groups: Tensor | None = None,
         out["worst_group_accuracy"] = _nanmin(per_group)
     if losses is not None:
         out["loss"] = float(losses.double().mean())
+        out["loss_std"] = float(losses.double().std(unbiased=False))  # spread of the per-sample losses
         out["max_loss"] = float(losses.max())
     return out
 
@@ -77,3 +78,19 @@ def evaluate(model: torch.nn.Module, dataset, *, batch_size: int = 1024,
     losses = loss_fn(logits, y)
     k = num_classes or getattr(dataset, "num_classes", None) or logits.shape[1]
     return accuracy_report(logits.argmax(1), y, groups=groups, num_classes=k, losses=losses)
+
+
+@torch.no_grad()
+def dataset_losses(model: torch.nn.Module, dataset, *, loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
+                   batch_size: int = 1024) -> Tensor:
+    """Per-sample losses of ``model`` on every example of ``dataset``, in index order, on the model's device.
+
+    Eval mode (BatchNorm's running statistics are left alone), the train/eval mode restored: the
+    exact loss vector of the hardness-weighted sampler's Theorem B.1 variant.
+    """
+    from .train import fetch_batch, per_sample_cross_entropy  # local: train imports metrics
+
+    loss_fn = loss_fn or per_sample_cross_entropy
+    x, y, _, _ = fetch_batch(dataset, torch.arange(len(dataset)))
+    logits = predict(model, x, batch_size=batch_size)
+    return loss_fn(logits, y.to(logits.device))

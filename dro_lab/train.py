@@ -27,14 +27,17 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import default_collate
 
-from .metrics import evaluate
+from .metrics import dataset_losses, evaluate
 from .robust import RobustLoss
+from .samplers import HardnessWeightedSampler
 from .utils import make_generator, resolve_device
 
 __all__ = [
     "Strategy",
     "ERM",
     "RobustLossStrategy",
+    "HardnessWeightedStrategy",
+    "OHEMStrategy",
     "History",
     "fit",
     "fetch_batch",
@@ -77,16 +80,20 @@ class Strategy:
 
     Override any of the hooks; the defaults are plain ERM with uniform shuffling.
 
-    * :meth:`setup` — once, before training, with the dataset size, device and generator.
+    * :meth:`setup` — at the start of every :func:`fit` call, with the dataset size, device,
+      generator, batch size, and the model, training set and per-sample loss (for strategies that
+      need a full pass, such as the exact loss history).
     * :meth:`batches` — the index batches of one epoch; drawn lazily, one at a time.
     * :meth:`reduce` — per-sample losses (shape ``(b,)``) → the scalar to back-propagate.
     * :meth:`observe` — after the step, the batch's indices and detached losses (for samplers).
+    * :meth:`epoch_stats` — extra numbers for the epoch's :class:`History` record.
     * :meth:`state_dict` / :meth:`load_state_dict` — everything needed to resume.
     """
 
     name = "erm"
 
-    def setup(self, n: int, *, device: torch.device, generator: torch.Generator) -> None:
+    def setup(self, n: int, *, device: torch.device, generator: torch.Generator, batch_size: int | None = None,
+              model: torch.nn.Module | None = None, train=None, loss_fn: Callable | None = None) -> None:
         self.n = n
         self.device = device
         self.generator = generator
@@ -101,6 +108,9 @@ class Strategy:
 
     def observe(self, indices: Tensor, losses: Tensor) -> None:
         pass
+
+    def epoch_stats(self) -> dict:
+        return {}
 
     def state_dict(self) -> dict:
         return {}
@@ -154,6 +164,111 @@ class RobustLossStrategy(Strategy):
 
     def describe(self) -> str:
         return self.name
+
+
+class HardnessWeightedStrategy(Strategy):
+    r"""SGD with hardness-weighted sampling (Fidon et al., Algorithm 1) through the engine.
+
+    Batches come from a :class:`dro_lab.HardnessWeightedSampler` (warm-start epoch, then ``b``
+    indices i.i.d. from ``q = worst_case_weights(history, divergence, beta)``, ⌊n/b⌋+1 iterations
+    per epoch); the loss is the plain batch mean (the sampling does the weighting) and the
+    batch's losses go back into the history after the step.
+
+    Args:
+        beta, divergence: as in the sampler (KL by default, the paper's).
+        exact_history: the paper's Theorem B.1 variant: the whole history is recomputed before
+            every draw (a full forward pass per iteration; small data only).
+        refresh_every: beyond the paper: recompute the whole history every ``k`` iterations.
+        warm_start, prob_floor, importance_weights, history_momentum: the sampler's options
+            (all but ``warm_start`` beyond the paper; off by default).
+
+    The sampler is created at the first :func:`fit` and kept by later calls on the same data, so
+    a second ``fit`` continues training (no second warm start). Its generator is seeded from
+    ``fit``'s seed, so the warm-start epoch is the same permutation ERM's first epoch uses: with
+    the same initial model, ERM and HWS share epoch 1 (the paper's RNG separation).
+    """
+
+    def __init__(self, beta: float = 10.0, divergence: str = "kl", *, exact_history: bool = False,
+                 refresh_every: int | None = None, warm_start: bool = True, prob_floor: float = 0.0,
+                 importance_weights: bool = False, history_momentum: float = 0.0):
+        if exact_history and refresh_every not in (None, 1):
+            raise ValueError(f"exact_history=True refreshes every iteration; got refresh_every={refresh_every}")
+        self.options = dict(beta=beta, divergence=divergence, warm_start=warm_start, prob_floor=prob_floor,
+                            importance_weights=importance_weights, history_momentum=history_momentum,
+                            refresh_every=1 if exact_history else refresh_every)
+        # Validate now (a clear error at construction, not at the first fit): a throw-away sampler.
+        HardnessWeightedSampler(1, 1, device="cpu", generator=torch.Generator(),
+                                refresh_fn=(lambda: None) if self.options["refresh_every"] else None, **self.options)
+        self.sampler: HardnessWeightedSampler | None = None
+        self._saved: dict | None = None
+        beyond = [k for k in ("prob_floor", "importance_weights", "history_momentum") if self.options[k]]
+        mode = "exact" if exact_history else (f"refresh{refresh_every}" if refresh_every else "")
+        tags = ",".join([f"β={float(beta):g}", *([mode] if mode else []), *beyond])
+        self.name = f"hws-{divergence}({tags})"
+
+    def setup(self, n: int, *, device: torch.device, generator: torch.Generator, batch_size: int | None = None,
+              model: torch.nn.Module | None = None, train=None, loss_fn: Callable | None = None) -> None:
+        super().setup(n, device=device, generator=generator)
+        refresh_fn = None
+        if self.options["refresh_every"]:
+            if model is None or train is None:
+                raise ValueError("exact_history / refresh_every need the model and training set (run through fit)")
+            refresh_fn = lambda: dataset_losses(model, train, loss_fn=loss_fn)  # noqa: E731
+        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
+            self.sampler.refresh_fn = refresh_fn  # a later fit: keep the history, continue
+            return
+        self.sampler = HardnessWeightedSampler(
+            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
+            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
+        if self._saved is not None:
+            self.sampler.load_state_dict(self._saved)
+            self._saved = None
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        self.sampler.batch_size = batch_size
+        return self.sampler.batches()
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        if self.sampler.use_importance_weights:
+            return (self.sampler.importance_weights(indices, losses.detach()) * losses).mean()
+        return losses.mean()
+
+    def observe(self, indices: Tensor, losses: Tensor) -> None:
+        self.sampler.update(indices, losses)
+
+    def epoch_stats(self) -> dict:
+        stats = self.sampler.stats()
+        return {f"sampler_{k}": v for k, v in stats.items() if k not in ("phase", "epoch", "step")}
+
+    def state_dict(self) -> dict:
+        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.sampler is None:
+            self._saved = state["sampler"]  # applied when fit sets the sampler up
+        else:
+            self.sampler.load_state_dict(state["sampler"])
+
+    def describe(self) -> str:
+        return self.name
+
+
+class OHEMStrategy(Strategy):
+    """Online hard example mining (Shrivastava et al., 2016): uniform batches, back-propagate the top-k losses.
+
+    The baseline that hardness-weighted sampling generalises (Fidon et al., §3.4): the hardest
+    ``keep`` fraction of each uniformly drawn batch (at least one example) makes the loss.
+    """
+
+    def __init__(self, keep: float = 0.5):
+        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 < keep <= 1:
+            raise ValueError(f"keep must be a fraction in (0, 1], got {keep!r}")
+        self.keep = float(keep)
+        self.name = f"ohem(keep={self.keep:g})"
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        k = max(1, math.ceil(self.keep * losses.numel()))
+        return torch.topk(losses, k, sorted=False).values.mean()
 
 
 # --------------------------------------------------------------------------- history
@@ -247,7 +362,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
     opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
         optimizer, model.parameters(), lr, momentum, weight_decay)
     generator = make_generator(seed)
-    strategy.setup(n, device=dev, generator=generator)
+    strategy.setup(n, device=dev, generator=generator, batch_size=batch_size, model=model, train=train,
+                   loss_fn=loss_fn)
     history = History(strategy=strategy.describe(), seed=seed, device=str(dev))
 
     epoch_iter = range(1, epochs + 1)
@@ -287,6 +403,7 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
             "steps": steps,
             "seconds": time.perf_counter() - start,
         }
+        record.update(strategy.epoch_stats())
         if eval_train:
             record.update({f"train_{k}": v for k, v in evaluate(model, train, loss_fn=loss_fn).items()})
         if test is not None:

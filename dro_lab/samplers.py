@@ -1,0 +1,507 @@
+r"""Samplers that learn from the losses: hardness-weighted sampling (Fidon et al., 2019).
+
+:class:`HardnessWeightedSampler` is Algorithm 1 ("SGD-HWS") of *SGD with Hardness Weighted
+Sampling for Distributionally Robust Deep Learning*:
+
+1. a warm-start epoch of plain uniform SGD (every example once) fills a loss history
+   :math:`\tilde\ell\in\mathbb R^n`;
+2. then, each iteration, ``b`` indices are drawn **with replacement** from
+   :math:`q = \text{worst\_case\_weights}(\tilde\ell, \text{divergence}, \beta)`
+   (KL: :math:`q=\mathrm{softmax}(\beta\tilde\ell)`), ⌊n/b⌋+1 iterations per epoch;
+3. the batch's losses, from the forward pass that makes the gradient step, overwrite the
+   history entries of the drawn examples (:meth:`HardnessWeightedSampler.update`).
+
+The plain mean gradient of such a batch is an unbiased estimate of the gradient of the robust
+loss (the paper's Lemma 3.2): the weighting is done by the sampling, so the loss is **not**
+reweighted as well.
+
+It is a ``torch.utils.data`` batch sampler (``DataLoader(dataset, batch_sampler=sampler)``)
+and the engine's :class:`dro_lab.train.HardnessWeightedStrategy` wraps it. In your own loop::
+
+    sampler = HardnessWeightedSampler(len(train), batch_size=64, beta=10.0, device=device)
+    for epoch in range(epochs):
+        for idx in sampler.batches():            # device tensors, drawn when asked for
+            x, y = train.x[idx], train.y[idx]
+            losses = F.cross_entropy(model(x), y, reduction="none")
+            opt.zero_grad(); losses.mean().backward(); opt.step()
+            sampler.update(idx, losses.detach())  # the fresh losses go back into the history
+
+The history, the probabilities and the draw live on the sampler's device; nothing is copied to
+the host per step and no Python loop runs over indices. One scalar is read per
+:meth:`~HardnessWeightedSampler.update` to reject NaN/inf losses and out-of-range indices.
+
+**Freshness and DataLoader workers.** A draw uses the history as it is when the batch is
+requested. ``DataLoader(num_workers=0)`` requests batch ``t+1`` after your loop has called
+``update`` for batch ``t``, so every draw sees every loss so far (the paper's algorithm). With
+``num_workers=w > 0`` the loader prefetches ``prefetch_factor × w`` batches ahead, so each draw
+misses the last few updates (a stale ``q``). The sampler counts draws that are not yet followed by
+an ``update`` and raises once more than ``max_pending`` are outstanding (default 0: the paper's
+freshness); pass ``max_pending=prefetch_factor * num_workers`` to accept that staleness knowingly.
+
+**Options beyond the paper** (off by default, labelled as such wherever they appear):
+``refresh_every=k > 1`` (recompute the whole history every ``k`` iterations), ``prob_floor``
+(mix ``q`` with the uniform distribution), ``importance_weights`` (the staleness correction of the
+authors' later code) and ``history_momentum`` (an exponential moving average of the losses, also
+from the later code). ``refresh_every=1`` is the paper's exact-history variant (Theorem B.1).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Callable, Iterator, Sized
+
+import torch
+from torch import Tensor
+from torch.utils.data import Sampler
+
+from .robust import _chi2_penalised, _kl_penalised, _check_number
+from .utils import resolve_device
+
+__all__ = ["HardnessWeightedSampler", "HWS_DIVERGENCES"]
+
+#: Divergences the hardness-weighted sampler accepts (CVaR's weights have no β).
+HWS_DIVERGENCES = ("kl", "chi2")
+
+_WARM, _DRO = "warm_start", "dro"
+
+
+def _check_int(value, name: str, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be an integer ≥ {low}, got {value}")
+    return int(value)
+
+
+def _dist_world() -> tuple[int, int]:
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
+
+
+class HardnessWeightedSampler(Sampler[list[int]]):
+    r"""Hardness-weighted batch sampler: draws ``b`` indices i.i.d. from the worst-case weights of a loss history.
+
+    Args:
+        data_source: The training set (or its size ``n``): indices are ``0 .. n-1``.
+        batch_size: ``b``, the per-process batch. Under DDP each iteration draws one global batch of
+            ``world_size × b`` indices and this process takes its slice.
+        beta: β ≥ 0, the robustness (inverse temperature); β = 0 is uniform sampling (ERM).
+        divergence: ``"kl"`` (the paper's Algorithm 1: ``q = softmax(β·history)``) or ``"chi2"``
+            (Pearson χ²: the exact simplex projection, not the paper's eq. 21, which does not
+            sum to one once an entry is clipped). β scales of the two are not comparable:
+            χ² at 2β ≈ KL at β to first order.
+        warm_start: Start with one epoch of uniform shuffling (every example once) that fills the
+            history (the paper). ``False`` (beyond the paper) draws from ``q`` at once over
+            ``history_init``.
+        history_init: The history's initial value (the paper's −1 sentinel, safe only with the
+            warm start), a number or a tensor of ``n`` losses.
+        refresh_every: ``None`` (the paper's Algorithm 1: stale history); ``1`` = the exact-history
+            variant of Theorem B.1 (all ``n`` losses recomputed before every draw); ``k > 1``
+            (beyond the paper) every ``k`` iterations. Needs ``refresh_fn``.
+        refresh_fn: ``() -> Tensor(n)``: the current losses of the whole training set, in index
+            order (:func:`dro_lab.dataset_losses` builds one).
+        prob_floor: Beyond the paper. Draw from ``(1 − prob_floor)·q + prob_floor·u`` so that no
+            example starves: every probability is at least ``prob_floor / n``. In ``[0, 1)``.
+        importance_weights: Beyond the paper (KL only; the authors' later code): multiply each
+            sample's loss by ``exp(β(1 − m)(ℓ_new − ℓ_history))``, correcting for the history's
+            staleness; see :meth:`importance_weights`.
+        history_momentum: Beyond the paper: ``m`` in ``history ← m·history + (1 − m)·ℓ`` on update
+            (``0`` = the paper's overwrite). In ``[0, 1)``. The warm start always overwrites.
+        max_pending: How many drawn batches may wait for their :meth:`update` before the next draw
+            raises (see the module notes on DataLoader workers). Default 0: every draw sees every
+            loss so far.
+        device: Where the history lives and the draw happens: ``"auto"`` (CUDA when available), or
+            the model's device.
+        generator: A ``torch.Generator`` on ``device`` for every draw (warm-start permutation and
+            hardness-weighted batches). ``None``: seeded from torch's global RNG (rank 0's seed is
+            broadcast under DDP so that all ranks draw the same global batch).
+        world_size, rank: DDP layout; by default read from ``torch.distributed`` when it is
+            initialised (else 1 and 0).
+
+    Under DDP every process holds the same history and the same generator, so they draw the same
+    global batch without communicating; :meth:`update` all-gathers the losses of every rank so
+    the histories stay identical. In the warm-start epoch the last global batch is padded by
+    wrapping around the permutation (as ``DistributedSampler`` does) so every rank steps equally.
+
+    Duplicates: a batch may hold an index several times (with replacement). :meth:`update`
+    writes the mean of its losses (identical in eval mode; with dropout they differ), a
+    deterministic choice that does not depend on the scatter order.
+    """
+
+    def __init__(self, data_source: Sized | int, batch_size: int, *, beta: float = 10.0, divergence: str = "kl",
+                 warm_start: bool = True, history_init: float | Tensor = -1.0, refresh_every: int | None = None,
+                 refresh_fn: Callable[[], Tensor] | None = None, prob_floor: float = 0.0,
+                 importance_weights: bool = False, history_momentum: float = 0.0, max_pending: int = 0,
+                 device: str | torch.device = "auto", generator: torch.Generator | None = None,
+                 world_size: int | None = None, rank: int | None = None) -> None:
+        if isinstance(data_source, numbers.Integral) and not isinstance(data_source, bool):
+            n = int(data_source)
+        elif hasattr(data_source, "__len__"):
+            n = len(data_source)
+        else:
+            raise TypeError(f"data_source must be a dataset or its size, got {type(data_source).__name__}")
+        if n < 1:
+            raise ValueError(f"the dataset is empty (n={n}): need at least one example")
+        self.n = n
+        self.batch_size = _check_int(batch_size, "batch_size", low=1)
+        self._q: Tensor | None = None  # cached q: valid until the history or β changes
+        self.beta = beta
+        if not isinstance(divergence, str) or divergence.lower() not in HWS_DIVERGENCES:
+            raise ValueError(f"divergence must be one of {HWS_DIVERGENCES}, got {divergence!r}")
+        self.divergence = divergence.lower()
+        self.warm_start = bool(warm_start)
+        if refresh_every is not None:
+            refresh_every = _check_int(refresh_every, "refresh_every", low=1)
+            if refresh_fn is None:
+                raise ValueError("refresh_every needs refresh_fn: a callable returning the n current losses")
+        if refresh_fn is not None and not callable(refresh_fn):
+            raise TypeError(f"refresh_fn must be callable, got {type(refresh_fn).__name__}")
+        self.refresh_every = refresh_every
+        self.refresh_fn = refresh_fn
+        self.prob_floor = _check_number(prob_floor, "prob_floor", low=0.0, low_inclusive=True)
+        if self.prob_floor >= 1.0:
+            raise ValueError(f"prob_floor must be in [0, 1), got {prob_floor}")
+        self.history_momentum = _check_number(history_momentum, "history_momentum", low=0.0, low_inclusive=True)
+        if self.history_momentum >= 1.0:
+            raise ValueError(f"history_momentum must be in [0, 1), got {history_momentum}")
+        self.use_importance_weights = bool(importance_weights)
+        if self.use_importance_weights and self.divergence != "kl":
+            raise ValueError("importance_weights is defined for divergence='kl' only (the later code's correction)")
+        self.max_pending = _check_int(max_pending, "max_pending", low=0)
+
+        ws, rk = _dist_world()
+        self.world_size = _check_int(ws if world_size is None else world_size, "world_size", low=1)
+        self.rank = _check_int(rk if rank is None else rank, "rank", low=0)
+        if self.rank >= self.world_size:
+            raise ValueError(f"rank must be in [0, world_size={self.world_size}), got {self.rank}")
+
+        self.device = resolve_device(device)
+        if generator is None:
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())
+            seed = self._broadcast_seed(seed)
+            generator = torch.Generator(device=self.device).manual_seed(seed)
+        elif not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        elif generator.device.type != self.device.type:
+            raise ValueError(f"generator is on {generator.device} but the sampler draws on {self.device}; "
+                             "make the generator with torch.Generator(device=...) on the same device")
+        self.generator = generator
+
+        if isinstance(history_init, Tensor):
+            init = history_init.detach().to(self.device, torch.float32).flatten()
+            if init.numel() != n:
+                raise ValueError(f"history_init must hold n={n} losses, got {init.numel()}")
+            if not bool(torch.isfinite(init).all()):
+                raise ValueError("history_init contains NaN or inf values")
+            self.history = init.clone()
+        else:
+            value = _check_number(history_init, "history_init", low=-math.inf, low_inclusive=False)
+            self.history = torch.full((n,), value, dtype=torch.float32, device=self.device)
+        # Iteration of each entry's last update (-1: never); ages for the staleness figures.
+        self.last_update = torch.full((n,), -1, dtype=torch.int32, device=self.device)
+        self._counts = torch.zeros(n, dtype=torch.int32, device=self.device)  # draws this epoch (global)
+        self.epoch = 0  # completed epochs
+        self.position = 0  # batches drawn in the current epoch
+        self.step = 0  # iterations drawn so far (global batches)
+        self.pending = 0  # drawn batches not yet followed by update()
+        self._perm: Tensor | None = None
+        self._perm_state: Tensor | None = None
+
+    @property
+    def beta(self) -> float:
+        """β ≥ 0; assigning a new value (a slider, a schedule) is validated and takes effect at the next draw."""
+        return self._beta
+
+    @beta.setter
+    def beta(self, value: float) -> None:
+        self._beta = _check_number(value, "beta", low=0.0, low_inclusive=True)
+        self._q = None
+
+    # ------------------------------------------------------------------ DDP helpers
+
+    def _broadcast_seed(self, seed: int) -> int:
+        if self.world_size > 1 and torch.distributed.is_available() and torch.distributed.is_initialized():
+            box = [seed]
+            torch.distributed.broadcast_object_list(box, src=0)
+            return int(box[0])
+        return seed
+
+    @property
+    def global_batch_size(self) -> int:
+        """``world_size × batch_size``: the indices drawn per iteration across all processes."""
+        return self.world_size * self.batch_size
+
+    # ------------------------------------------------------------------ phase and length
+
+    @property
+    def phase(self) -> str:
+        """``"warm_start"`` during the first epoch (with ``warm_start=True``), else ``"dro"``."""
+        return _WARM if (self.warm_start and self.epoch == 0) else _DRO
+
+    def _epoch_length(self) -> int:
+        B = self.global_batch_size
+        if self.phase == _WARM:
+            return -(-self.n // B)  # ceil: every example once
+        return self.n // B + 1  # the paper's ⌊n/b⌋ + 1 iterations, at the global batch
+
+    def __len__(self) -> int:
+        """Batches in the current (or next) epoch: ⌈n/B⌉ in the warm start, ⌊n/B⌋+1 after."""
+        return self._epoch_length()
+
+    # ------------------------------------------------------------------ the distribution
+
+    def probabilities(self) -> Tensor:
+        """The current sampling distribution ``q`` (shape ``(n,)``, on the sampler's device).
+
+        ``worst_case_weights(history, divergence, beta)``, mixed with uniform when
+        ``prob_floor > 0``. During the warm start the draw is a uniform permutation instead.
+        """
+        if self._q is None:
+            h = self.history
+            if self.divergence == "kl":
+                q = _kl_penalised(h, None, self.beta, uniform=True) if self.beta > 0 else torch.full_like(h, 1.0 / self.n)
+            else:
+                h64 = h.double() if self.device.type != "mps" else h
+                prior = torch.full_like(h64, 1.0 / self.n)
+                q = _chi2_penalised(h64, prior, self.beta, uniform=True).to(h.dtype)
+            if self.prob_floor > 0:
+                q = (1.0 - self.prob_floor) * q + self.prob_floor / self.n
+            self._q = q
+        return self._q
+
+    def _refresh(self) -> None:
+        losses = self.refresh_fn()
+        if not isinstance(losses, Tensor) or losses.shape != (self.n,):
+            got = tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__
+            raise ValueError(f"refresh_fn must return a tensor of shape ({self.n},), got {got}")
+        losses = losses.detach().to(self.device, torch.float32)
+        self._check_finite(losses, "refresh_fn's losses")
+        self.history.copy_(losses)
+        self.last_update.fill_(self.step)
+        self._q = None
+
+    # ------------------------------------------------------------------ drawing
+
+    def _draw_global(self) -> Tensor:
+        """The next global batch (``world_size × b`` indices), advancing the epoch position."""
+        B = self.global_batch_size
+        if self.phase == _WARM:
+            if self.position == 0:
+                self._perm_state = self.generator.get_state()
+                self._perm = torch.randperm(self.n, generator=self.generator, device=self.device)
+            start = self.position * B
+            idx = self._perm[start:start + B]
+            if self.world_size > 1 and idx.numel() < B:  # pad by wrapping: equal steps on every rank
+                need = B - idx.numel()
+                idx = torch.cat([idx, self._perm.repeat(-(-need // self.n))[:need]])
+        else:
+            if self.warm_start and self.position == 0 and self.epoch == 1:
+                never = int((self.last_update < 0).sum())
+                if never:
+                    raise RuntimeError(
+                        f"{never} of {self.n} examples got no loss during the warm-start epoch: call "
+                        "sampler.update(indices, losses) after every step, or the history keeps its "
+                        "initial value and q is meaningless"
+                    )
+            if self.refresh_every is not None and self.step % self.refresh_every == 0:
+                self._refresh()
+            idx = torch.multinomial(self.probabilities(), B, replacement=True, generator=self.generator)
+        self._counts.index_add_(0, idx, torch.ones_like(idx, dtype=torch.int32))
+        self.position += 1
+        self.step += 1
+        return idx
+
+    def _next_batch(self) -> Tensor:
+        if self.pending > self.max_pending and self.phase == _DRO:
+            raise RuntimeError(
+                f"{self.pending} batches were drawn without sampler.update(): q is stale by that many steps. "
+                "A DataLoader with num_workers > 0 prefetches batches ahead of training; use num_workers=0, "
+                "or accept the staleness with max_pending=prefetch_factor * num_workers"
+            )
+        idx = self._draw_global()
+        self.pending += 1
+        if self.world_size > 1:
+            idx = idx[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
+        return idx
+
+    def _end_of_epoch(self) -> bool:
+        if self.position >= self._epoch_length():
+            self.epoch += 1
+            self.position = 0
+            self._perm = self._perm_state = None
+            return True
+        return False
+
+    def batches(self) -> Iterator[Tensor]:
+        """The rest of the current epoch (or the next epoch) as int64 index tensors on the device.
+
+        Each batch is drawn when the loop asks for it, from the history as it is then. Resuming
+        from :meth:`load_state_dict` mid-epoch continues exactly where the saved sampler stopped.
+        """
+        if self.position >= self._epoch_length():
+            self._end_of_epoch()
+        if self.position == 0:
+            self._counts.zero_()
+        while True:
+            yield self._next_batch()
+            if self._end_of_epoch():
+                return
+
+    def __iter__(self) -> Iterator[list[int]]:
+        """One epoch of batches as lists of ints (the ``torch.utils.data`` batch-sampler contract)."""
+        for idx in self.batches():
+            yield idx.tolist()
+
+    # ------------------------------------------------------------------ learning from the losses
+
+    def _check_finite(self, losses: Tensor, name: str) -> None:
+        bad = ~torch.isfinite(losses)
+        if bool(bad.any()):
+            where = torch.nonzero(bad).flatten()[:5].tolist()
+            raise ValueError(f"{name} contain NaN or inf (at batch positions {where}); the history must stay finite")
+
+    def _validate_batch(self, indices, losses) -> tuple[Tensor, Tensor]:
+        if not isinstance(losses, Tensor):
+            raise TypeError(f"losses must be a tensor of per-sample losses, got {type(losses).__name__}")
+        indices = torch.as_tensor(indices, device=self.device)
+        if indices.is_floating_point() or indices.dtype == torch.bool:
+            raise TypeError(f"indices must be integers, got dtype {indices.dtype}")
+        indices = indices.to(torch.int64).flatten()
+        losses = losses.detach().to(self.device, torch.float32).flatten()
+        if indices.shape != losses.shape:
+            raise ValueError(f"indices and losses must have the same length, got {indices.numel()} and {losses.numel()}")
+        if indices.numel() == 0:
+            raise ValueError("update got an empty batch")
+        # One host read for both checks (a single sync on an accelerator).
+        bad = (~torch.isfinite(losses)).any() | (indices.min() < 0) | (indices.max() >= self.n)
+        if bool(bad):
+            self._check_finite(losses, "losses")
+            out = indices[(indices < 0) | (indices >= self.n)][:5].tolist()
+            raise ValueError(f"indices out of range [0, {self.n}): {out}")
+        return indices, losses
+
+    def importance_weights(self, indices, losses: Tensor) -> Tensor:
+        r"""Beyond the paper: the staleness correction of the authors' later code, ``exp(β(1−m)(ℓ − history))``.
+
+        Call it before :meth:`update` (it compares the fresh losses with the history the batch was
+        drawn from). Returns ones when ``importance_weights=False`` or in the warm start. The
+        weights are detached and not normalised (as in that code); multiply the per-sample losses
+        by them before the mean.
+        """
+        indices, fresh = self._validate_batch(indices, losses)
+        if not self.use_importance_weights or self.phase == _WARM:
+            return torch.ones_like(fresh)
+        log_w = self.beta * (1.0 - self.history_momentum) * (fresh - self.history[indices])
+        return log_w.exp()
+
+    def update(self, indices, losses: Tensor) -> None:
+        """Write a batch's per-sample losses into the history (the paper's line 11).
+
+        Args:
+            indices: The batch's example indices (this process's slice under DDP).
+            losses: Their per-sample losses from the forward pass used for the step (detached here).
+
+        Raises:
+            ValueError: NaN/inf losses, indices outside ``[0, n)``, or mismatched lengths.
+        """
+        indices, losses = self._validate_batch(indices, losses)
+        if self.world_size > 1:
+            indices, losses = self._gather(indices, losses)
+        warm = self.phase == _WARM
+        m = 0.0 if warm else self.history_momentum
+        if m > 0:
+            # old values are equal among duplicates, so averaging the blends averages the losses
+            losses = m * self.history[indices] + (1.0 - m) * losses
+        # Duplicates get the mean of their values: deterministic, unlike an indexed assignment.
+        self.history.scatter_reduce_(0, indices, losses, reduce="mean", include_self=False)
+        self.last_update[indices] = self.step
+        self.pending = max(self.pending - 1, 0)
+        self._q = None
+
+    def _gather(self, indices: Tensor, losses: Tensor) -> tuple[Tensor, Tensor]:
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(f"world_size={self.world_size} but torch.distributed is not initialised")
+        all_idx = [torch.empty_like(indices) for _ in range(self.world_size)]
+        all_loss = [torch.empty_like(losses) for _ in range(self.world_size)]
+        dist.all_gather(all_idx, indices)
+        dist.all_gather(all_loss, losses)
+        return torch.cat(all_idx), torch.cat(all_loss)
+
+    # ------------------------------------------------------------------ inspection
+
+    def draw_counts(self) -> Tensor:
+        """How often each example was drawn in the current epoch (global, all ranks), ``(n,)`` int32."""
+        return self._counts.clone()
+
+    def ages(self) -> Tensor:
+        """Iterations since each history entry was last written (``-1``: never), ``(n,)`` int64."""
+        age = self.step - self.last_update.to(torch.int64)
+        return torch.where(self.last_update < 0, torch.full_like(age, -1), age)
+
+    def stats(self) -> dict:
+        """Host-side summary of the sampler (a few syncs: call it per epoch, not per step)."""
+        q = self.probabilities().double()
+        h = self.history.double()
+        age = self.ages()
+        return {
+            "phase": self.phase,
+            "epoch": self.epoch,
+            "step": self.step,
+            "q_min": float(q.min()),
+            "q_max": float(q.max()),
+            "ess": float(1.0 / (q * q).sum()),  # effective sample size of q
+            "entropy": float(-(q * torch.log(q.clamp_min(1e-300))).sum()),
+            "history_mean": float(h.mean()),
+            "history_std": float(h.std(unbiased=False)),
+            "history_max": float(h.max()),
+            "max_age": int(age.max()),
+        }
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume mid-epoch: history, ages, counters, generator state, options."""
+        return {
+            "n": self.n, "batch_size": self.batch_size, "beta": self.beta, "divergence": self.divergence,
+            "warm_start": self.warm_start, "world_size": self.world_size,
+            "history": self.history.clone(), "last_update": self.last_update.clone(),
+            "counts": self._counts.clone(), "epoch": self.epoch, "position": self.position, "step": self.step,
+            "pending": self.pending, "generator": self.generator.get_state(),
+            "perm_state": None if self._perm_state is None else self._perm_state.clone(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`; the next draw is the one the saved sampler would have made."""
+        for key in ("n", "world_size"):
+            if state[key] != getattr(self, key):
+                raise ValueError(f"state_dict was saved with {key}={state[key]}, this sampler has {getattr(self, key)}")
+        self.batch_size, self.beta = state["batch_size"], state["beta"]
+        self.divergence, self.warm_start = state["divergence"], state["warm_start"]
+        self.history = state["history"].to(self.device, torch.float32).clone()
+        self.last_update = state["last_update"].to(self.device, torch.int32).clone()
+        self._counts = state["counts"].to(self.device, torch.int32).clone()
+        self.epoch, self.position, self.step = state["epoch"], state["position"], state["step"]
+        self.pending = state["pending"]
+        self._q = None
+        self._perm = self._perm_state = None
+        if state["perm_state"] is not None:  # mid warm-start epoch: regenerate the same permutation
+            self._perm_state = state["perm_state"].clone()
+            self.generator.set_state(self._perm_state)
+            self._perm = torch.randperm(self.n, generator=self.generator, device=self.device)
+        self.generator.set_state(state["generator"])
+
+    def __repr__(self) -> str:
+        extras = [f"refresh_every={self.refresh_every}"] if self.refresh_every else []
+        extras += [f"{k}={getattr(self, a)}" for k, a in (("prob_floor", "prob_floor"),
+                                                        ("history_momentum", "history_momentum")) if getattr(self, a)]
+        if self.use_importance_weights:
+            extras.append("importance_weights=True")
+        if self.world_size > 1:
+            extras.append(f"world_size={self.world_size}, rank={self.rank}")
+        tail = ", ".join([f"n={self.n}", f"batch_size={self.batch_size}", f"beta={self.beta:g}",
+                          f"divergence={self.divergence!r}", *extras, f"device={self.device}"])
+        return f"HardnessWeightedSampler({tail})"
