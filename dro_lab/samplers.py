@@ -81,6 +81,29 @@ def _dist_world() -> tuple[int, int]:
     return 1, 0
 
 
+def _mean_over_duplicates(indices: Tensor, values: Tensor) -> Tensor:
+    """Each position's value replaced by the mean over the positions holding the same index.
+
+    Duplicates then write one identical value, so an indexed assignment is deterministic (in any
+    order, on any device), and the cost is O(b log b), never O(n) (``scatter_reduce_(reduce="mean")``
+    allocates a count buffer the size of the history). On the CPU a sort finds duplicates (a
+    host-side test is free there); on accelerators an equality matrix avoids the sync for
+    ordinary batches.
+    """
+    b = indices.numel()
+    if indices.device.type != "cpu" and b <= 2048:
+        same = (indices[:, None] == indices[None, :]).to(values.dtype)
+        return (same @ values) / same.sum(1)
+    ordered, order = torch.sort(indices)
+    if indices.device.type == "cpu" and not bool((ordered[1:] == ordered[:-1]).any()):
+        return values
+    _, inverse, counts = torch.unique_consecutive(ordered, return_inverse=True, return_counts=True)
+    means = torch.zeros(counts.numel(), dtype=values.dtype, device=values.device).index_add_(0, inverse, values[order])
+    out = torch.empty_like(values)
+    out[order] = (means / counts.to(values.dtype))[inverse]
+    return out
+
+
 class HardnessWeightedSampler(Sampler[list[int]]):
     r"""Hardness-weighted batch sampler: draws ``b`` indices i.i.d. from the worst-case weights of a loss history.
 
@@ -415,8 +438,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         if m > 0:
             # old values are equal among duplicates, so averaging the blends averages the losses
             losses = m * self.history[indices] + (1.0 - m) * losses
-        # Duplicates get the mean of their values: deterministic, unlike an indexed assignment.
-        self.history.scatter_reduce_(0, indices, losses, reduce="mean", include_self=False)
+        self.history.index_put_((indices,), _mean_over_duplicates(indices, losses))
         self.last_update[indices] = self.step
         self.pending = max(self.pending - 1, 0)
         self._q = None
