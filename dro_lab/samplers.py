@@ -64,6 +64,9 @@ __all__ = ["HardnessWeightedSampler", "HWS_DIVERGENCES"]
 HWS_DIVERGENCES = ("kl", "chi2")
 
 _WARM, _DRO = "warm_start", "dro"
+# Options a state_dict carries (and load_state_dict restores).
+_OPTIONS = ("batch_size", "beta", "divergence", "warm_start", "refresh_every", "prob_floor",
+            "use_importance_weights", "history_momentum", "max_pending")
 
 
 def _check_int(value, name: str, *, low: int) -> int:
@@ -170,7 +173,8 @@ class HardnessWeightedSampler(Sampler[list[int]]):
             raise ValueError(f"the dataset is empty (n={n}): need at least one example")
         self.n = n
         self.batch_size = _check_int(batch_size, "batch_size", low=1)
-        self._q: Tensor | None = None  # cached q: valid until the history or β changes
+        self._q: Tensor | None = None  # cached q: valid until the history or an option changes
+        self._q_key: tuple | None = None
         self.beta = beta
         if not isinstance(divergence, str) or divergence.lower() not in HWS_DIVERGENCES:
             raise ValueError(f"divergence must be one of {HWS_DIVERGENCES}, got {divergence!r}")
@@ -229,6 +233,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         self.epoch = 0  # completed epochs
         self.position = 0  # batches drawn in the current epoch
         self.step = 0  # iterations drawn so far (global batches)
+        self.dro_step = 0  # of which hardness-weighted (after the warm start): refresh_every counts these
         self.pending = 0  # drawn batches not yet followed by update()
         self._perm: Tensor | None = None
         self._perm_state: Tensor | None = None
@@ -282,7 +287,8 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         ``worst_case_weights(history, divergence, beta)``, mixed with uniform when
         ``prob_floor > 0``. During the warm start the draw is a uniform permutation instead.
         """
-        if self._q is None:
+        key = (self._beta, self.divergence, self.prob_floor)
+        if self._q is None or self._q_key != key:  # options can be reassigned (sliders, schedules)
             h = self.history
             if self.divergence == "kl":
                 q = _kl_penalised(h, None, self.beta, uniform=True) if self.beta > 0 else torch.full_like(h, 1.0 / self.n)
@@ -292,7 +298,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
                 q = _chi2_penalised(h64, prior, self.beta, uniform=True).to(h.dtype)
             if self.prob_floor > 0:
                 q = (1.0 - self.prob_floor) * q + self.prob_floor / self.n
-            self._q = q
+            self._q, self._q_key = q, key
         return self._q
 
     def _refresh(self) -> None:
@@ -303,7 +309,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         losses = losses.detach().to(self.device, torch.float32)
         self._check_finite(losses, "refresh_fn's losses")
         self.history.copy_(losses)
-        self.last_update.fill_(self.step)
+        self.last_update.fill_(self.step + 1)  # the same θ as the batch about to be drawn
         self._q = None
 
     # ------------------------------------------------------------------ drawing
@@ -321,16 +327,9 @@ class HardnessWeightedSampler(Sampler[list[int]]):
                 need = B - idx.numel()
                 idx = torch.cat([idx, self._perm.repeat(-(-need // self.n))[:need]])
         else:
-            if self.warm_start and self.position == 0 and self.epoch == 1:
-                never = int((self.last_update < 0).sum())
-                if never:
-                    raise RuntimeError(
-                        f"{never} of {self.n} examples got no loss during the warm-start epoch: call "
-                        "sampler.update(indices, losses) after every step, or the history keeps its "
-                        "initial value and q is meaningless"
-                    )
-            if self.refresh_every is not None and self.step % self.refresh_every == 0:
+            if self.refresh_every is not None and self.dro_step % self.refresh_every == 0:
                 self._refresh()
+            self.dro_step += 1
             idx = torch.multinomial(self.probabilities(), B, replacement=True, generator=self.generator)
         self._counts.index_add_(0, idx, torch.ones_like(idx, dtype=torch.int32))
         self.position += 1
@@ -338,6 +337,16 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         return idx
 
     def _next_batch(self) -> Tensor:
+        # The warm-start coverage first: a warm start without any update also leaves batches pending,
+        # and the staleness error below would then blame DataLoader workers.
+        if self.phase == _DRO and self.warm_start and self.position == 0 and self.epoch == 1:
+            never = int((self.last_update < 0).sum())
+            if never:
+                raise RuntimeError(
+                    f"{never} of {self.n} examples got no loss during the warm-start epoch: call "
+                    "sampler.update(indices, losses) after every step, or the history keeps its "
+                    "initial value and q is meaningless"
+                )
         if self.pending > self.max_pending and self.phase == _DRO:
             raise RuntimeError(
                 f"{self.pending} batches were drawn without sampler.update(): q is stale by that many steps. "
@@ -488,10 +497,10 @@ class HardnessWeightedSampler(Sampler[list[int]]):
     def state_dict(self) -> dict:
         """Everything needed to resume mid-epoch: history, ages, counters, generator state, options."""
         return {
-            "n": self.n, "batch_size": self.batch_size, "beta": self.beta, "divergence": self.divergence,
-            "warm_start": self.warm_start, "world_size": self.world_size,
+            "n": self.n, "world_size": self.world_size, **{k: getattr(self, k) for k in _OPTIONS},
             "history": self.history.clone(), "last_update": self.last_update.clone(),
             "counts": self._counts.clone(), "epoch": self.epoch, "position": self.position, "step": self.step,
+            "dro_step": self.dro_step,
             "pending": self.pending, "generator": self.generator.get_state(),
             "perm_state": None if self._perm_state is None else self._perm_state.clone(),
         }
@@ -501,12 +510,15 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         for key in ("n", "world_size"):
             if state[key] != getattr(self, key):
                 raise ValueError(f"state_dict was saved with {key}={state[key]}, this sampler has {getattr(self, key)}")
-        self.batch_size, self.beta = state["batch_size"], state["beta"]
-        self.divergence, self.warm_start = state["divergence"], state["warm_start"]
+        for key in _OPTIONS:  # the saved run's options win: resuming continues *that* run
+            setattr(self, key, state[key])
+        if self.refresh_every is not None and self.refresh_fn is None:
+            raise ValueError("the saved sampler refreshes its history (refresh_every) but this one has no refresh_fn")
         self.history = state["history"].to(self.device, torch.float32).clone()
         self.last_update = state["last_update"].to(self.device, torch.int32).clone()
         self._counts = state["counts"].to(self.device, torch.int32).clone()
         self.epoch, self.position, self.step = state["epoch"], state["position"], state["step"]
+        self.dro_step = state["dro_step"]
         self.pending = state["pending"]
         self._q = None
         self._perm = self._perm_state = None

@@ -267,7 +267,7 @@ class OHEMStrategy(Strategy):
         self.name = f"ohem(keep={self.keep:g})"
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
-        k = max(1, math.ceil(self.keep * losses.numel()))
+        k = max(1, math.ceil(round(self.keep * losses.numel(), 9)))  # round: 0.28 * 25 = 7.000000000000001
         return torch.topk(losses, k, sorted=False).values.mean()
 
 
