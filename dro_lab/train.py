@@ -335,7 +335,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         seed: seeds the batch draws (a dedicated ``torch.Generator``); the model's initialisation
             is the caller's (call :func:`dro_lab.seed_everything` before building it).
         progress: a tqdm progress bar over epochs (``tqdm.auto``: a widget in Jupyter).
-        eval_train: also evaluate on the full training set each epoch (``train_*`` metrics).
+        eval_train: also evaluate on the full training set each epoch (``train_full_*`` metrics:
+            ``train_full_loss``, ``train_full_loss_std``, ``train_full_accuracy``, ...).
         callback: ``callback(epoch, record)`` after each epoch (live figures).
 
     Returns:
@@ -405,7 +406,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         }
         record.update(strategy.epoch_stats())
         if eval_train:
-            record.update({f"train_{k}": v for k, v in evaluate(model, train, loss_fn=loss_fn).items()})
+            # a full pass at the epoch's end, apart from the batch means above (train_loss stays theirs)
+            record.update({f"train_full_{k}": v for k, v in evaluate(model, train, loss_fn=loss_fn).items()})
         if test is not None:
             record.update({f"test_{k}": v for k, v in evaluate(model, test, loss_fn=loss_fn).items()})
         history.append(record)

@@ -12,6 +12,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 import torch
+from plotly.subplots import make_subplots
 
 from .robust import robust_loss, worst_case_weights
 
@@ -25,6 +26,15 @@ __all__ = [
     "history_figure",
     "summarize_runs",
     "weights_for_knobs",
+    "history_curves",
+    "curves_figure",
+    "curves_grid_figure",
+    "sampling_summary",
+    "sampling_figure",
+    "hws_sampling_figure",
+    "age_survival",
+    "age_figure",
+    "mc_error_figure",
 ]
 
 # One colour per method across the course (ERM blue and DRO red, as in Fidon et al.'s figures).
@@ -208,3 +218,306 @@ def weights_for_knobs(losses, *, beta: float, radius: float, alpha: float, prior
         f"CVaR, α={alpha:.3g}": worst_case_weights(losses, divergence="cvar", alpha=alpha, prior=prior),
     }
 
+
+
+# --------------------------------------------------------------------------- curves over seeds (lesson 02)
+
+
+def history_curves(histories: Sequence, metric: str, *, index: int | None = None) -> np.ndarray:
+    """A metric of several runs as an array ``(n_runs, n_epochs)``.
+
+    ``histories`` are :class:`dro_lab.History` objects (anything with ``h[metric]`` giving the
+    per-epoch column). ``index`` picks one entry of a list-valued metric, e.g.
+    ``history_curves(hs, "test_per_class_accuracy", index=3)`` is the accuracy on class 3.
+    Runs must have the same number of epochs.
+    """
+    rows = []
+    for h in histories:
+        column = h[metric]
+        rows.append([col[index] for col in column] if index is not None else list(column))
+    lengths = {len(r) for r in rows}
+    if len(lengths) > 1:
+        raise ValueError(f"history_curves needs runs of equal length, got {sorted(lengths)} epochs")
+    return np.asarray(rows, dtype=float).reshape(len(rows), -1)
+
+
+def _mean_std(curves) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean and sample standard deviation (ddof=1; 0 for one run) over the first axis."""
+    a = np.asarray(curves, dtype=float)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] == 0:
+        raise ValueError(f"curves must be an array (n_runs, n_points), got shape {a.shape}")
+    std = a.std(0, ddof=1) if a.shape[0] > 1 else np.zeros(a.shape[1])
+    return a.mean(0), std, a.shape[0]
+
+
+def _method_colors(names: Sequence[str], colors: Mapping[str, str] | None) -> dict[str, str]:
+    colors = dict(colors or {})
+    out, k = {}, 0
+    for name in names:
+        if name in colors:
+            out[name] = colors[name]
+        else:
+            out[name] = PALETTE[k % len(PALETTE)]
+            k += 1
+    return out
+
+
+def _add_band_traces(fig: go.Figure, x, curves, *, name: str, color: str, row=None, col=None,
+                     showlegend: bool = True, dash: str | None = None) -> None:
+    mean, std, n_runs = _mean_std(curves)
+    x = np.arange(1, len(mean) + 1) if x is None else np.asarray(x)
+    where = {} if row is None else dict(row=row, col=col)
+    if n_runs > 1:
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[mean + std, (mean - std)[::-1]], fill="toself",
+                                 line=dict(width=0), fillcolor=color, opacity=0.18, showlegend=False,
+                                 hoverinfo="skip", legendgroup=name, name=f"{name} ± std"), **where)
+    fig.add_trace(go.Scatter(x=x, y=mean, name=name, legendgroup=name, showlegend=showlegend, mode="lines",
+                             line=dict(color=color, width=2, dash=dash)), **where)
+
+
+def curves_figure(curves: Mapping[str, Sequence], *, title: str | None = None, yaxis_title: str = "",
+                  xaxis_title: str = "epoch", x=None, colors: Mapping[str, str] | None = None,
+                  reference: Mapping[str, float] | None = None) -> go.Figure:
+    """One line per method: the mean over runs (seeds) with a ± one-standard-deviation band.
+
+    Args:
+        curves: method name → array ``(n_runs, n_points)`` (or one curve). The band is the
+            sample standard deviation over runs (``ddof=1``) and is drawn only for ≥ 2 runs.
+        x: the x values (default ``1 .. n_points``, the epochs).
+        colors: method name → colour (the course draws ERM blue and DRO β = 10 red, as the paper);
+            other methods take the palette in order.
+        reference: label → y of dashed horizontal reference lines (e.g. a uniform share).
+    """
+    fig = go.Figure()
+    palette = _method_colors(list(curves), colors)
+    for name, c in curves.items():
+        _add_band_traces(fig, x, c, name=name, color=palette[name])
+    for label, y in (reference or {}).items():
+        fig.add_hline(y=float(y), line=dict(color="grey", dash="dash"), annotation_text=label,
+                      annotation_position="top left")
+    fig.update_layout(**_LAYOUT, title=title or yaxis_title, xaxis_title=xaxis_title, yaxis_title=yaxis_title,
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def curves_grid_figure(panels: Mapping[str, Mapping[str, Sequence]], *, cols: int = 2, title: str | None = None,
+                       x=None, colors: Mapping[str, str] | None = None, height: int | None = None) -> go.Figure:
+    """A grid of :func:`curves_figure` panels sharing one legend (the paper's Figure 2 is 2 × 2).
+
+    ``panels`` maps a panel title (also its y-axis meaning) to ``{method: (n_runs, n_points)}``.
+    """
+    titles = list(panels)
+    if not titles:
+        raise ValueError("curves_grid_figure needs at least one panel")
+    rows = -(-len(titles) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.1,
+                        vertical_spacing=0.14)
+    names = list(dict.fromkeys(name for p in panels.values() for name in p))
+    palette = _method_colors(names, colors)
+    seen: set[str] = set()
+    for k, panel_title in enumerate(titles):
+        r, c = k // cols + 1, k % cols + 1
+        for name, cur in panels[panel_title].items():
+            _add_band_traces(fig, x, cur, name=name, color=palette[name], row=r, col=c,
+                             showlegend=name not in seen)
+            seen.add(name)
+        fig.update_xaxes(title_text="epoch", row=r, col=c)
+    layout = dict(_LAYOUT)
+    layout["height"] = height or 330 * rows + 80
+    fig.update_layout(**layout, title=title, legend=dict(orientation="h", y=-0.12))
+    return fig
+
+
+# --------------------------------------------------------------------------- hardness-weighted sampling
+
+
+def sampling_summary(q, labels, *, minority: int | None = None, batch_size: int | None = None,
+                     num_classes: int | None = None) -> dict:
+    """How a sampling distribution ``q`` over the training set splits across classes.
+
+    Returns a dict with ``class_mass`` (the q-mass of each class, i.e. how often a draw lands in
+    it), ``class_share`` (its uniform share ``n_c / n``, what ERM draws), ``ess`` (the effective
+    sample size ``1 / Σ q_i²``) and, for a ``minority`` class, ``minority_mass``,
+    ``minority_share``, ``minority_ratio`` (mass / share) and, with ``batch_size = b``,
+    ``expected_minority_draws = b · mass`` against ``uniform_minority_draws = b · n_c / n``.
+    """
+    qn = _np(q)
+    yn = _np(labels).astype(int)
+    if qn.ndim != 1 or qn.shape != yn.shape:
+        raise ValueError(f"q and labels must be 1-D of the same length, got {qn.shape} and {yn.shape}")
+    if np.any(qn < 0) or not np.isfinite(qn).all():
+        raise ValueError("q must be finite and non-negative")
+    total = qn.sum()
+    if not total > 0:
+        raise ValueError("q must have positive mass")
+    qn = qn / total
+    k = int(num_classes if num_classes is not None else yn.max() + 1)
+    mass = np.bincount(yn, weights=qn, minlength=k)
+    share = np.bincount(yn, minlength=k) / len(yn)
+    out = {"class_mass": mass.tolist(), "class_share": share.tolist(), "ess": float(1.0 / np.sum(qn * qn)),
+           "n": int(len(yn))}
+    if minority is not None:
+        if not 0 <= minority < k:
+            raise ValueError(f"minority must be a class in [0, {k}), got {minority}")
+        out.update(minority_mass=float(mass[minority]), minority_share=float(share[minority]),
+                   minority_ratio=float(mass[minority] / share[minority]) if share[minority] > 0 else float("nan"))
+        if batch_size is not None:
+            out.update(expected_minority_draws=float(batch_size * mass[minority]),
+                       uniform_minority_draws=float(batch_size * share[minority]))
+    return out
+
+
+def sampling_figure(losses, q, labels, *, minority: int | None = None, batch_size: int | None = None,
+                    title: str | None = None, heading: str = "Hardness-weighted sampling distribution") -> go.Figure:
+    """The sampling distribution over a training set, by class.
+
+    Left: each example's probability ``q_i`` against its loss (log y-axis), coloured by class,
+    the ``minority`` class drawn large and red; the dashed line is uniform sampling ``1/n``.
+    Right: the q-mass of each class (how often a draw lands in it) beside its uniform share
+    ``n_c / n``. The title reads out the minority's mass and, with ``batch_size``, its expected
+    draws per batch (see :func:`sampling_summary`); ``heading`` is its first line, ``title``
+    replaces the whole title.
+    """
+    ln, qn, yn = _np(losses), _np(q), _np(labels).astype(int)
+    if not (ln.shape == qn.shape == yn.shape) or ln.ndim != 1:
+        raise ValueError(f"losses, q and labels must be 1-D of one length, got {ln.shape}, {qn.shape}, {yn.shape}")
+    summary = sampling_summary(qn, yn, minority=minority, batch_size=batch_size)
+    qn = qn / qn.sum()
+    n = len(qn)
+    classes = list(range(len(summary["class_mass"])))
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.12,
+                        subplot_titles=("q_i against the loss (one dot per example)", "q-mass per class vs uniform"))
+    floor = max(qn[qn > 0].min() if np.any(qn > 0) else 1.0 / n, 1e-30)
+    for c in classes:
+        m = yn == c
+        if not m.any():
+            continue
+        is_min = c == minority
+        color = PALETTE[1] if is_min else _CLASS_COLORS[c % len(_CLASS_COLORS)]
+        fig.add_trace(go.Scatter(x=ln[m], y=np.maximum(qn[m], floor), mode="markers", name=f"class {c}"
+                                 + (" (minority)" if is_min else ""), legendgroup=f"class {c}",
+                                 marker=dict(color=color, size=10 if is_min else 5,
+                                             opacity=1.0 if is_min else 0.55,
+                                             line=dict(width=1, color="black") if is_min else dict(width=0))),
+                      row=1, col=1)
+    fig.add_trace(go.Scatter(x=[ln.min(), ln.max()], y=[1.0 / n, 1.0 / n], mode="lines", name="uniform 1/n (ERM)",
+                             line=dict(color="black", dash="dash")), row=1, col=1)
+    bar_colors = [PALETTE[1] if c == minority else "#7f7f7f" for c in classes]
+    fig.add_trace(go.Bar(x=[str(c) for c in classes], y=summary["class_mass"], name="q-mass",
+                         marker_color=bar_colors, showlegend=False), row=1, col=2)
+    fig.add_trace(go.Scatter(x=[str(c) for c in classes], y=summary["class_share"], mode="markers",
+                             name="uniform share n_c/n", marker=dict(symbol="line-ew-open", size=22, color="black",
+                                                                     line=dict(width=3))), row=1, col=2)
+    fig.update_yaxes(type="log", title_text="sampling probability q_i", row=1, col=1)
+    fig.update_xaxes(title_text="per-sample loss (history)", row=1, col=1)
+    fig.update_xaxes(title_text="class", row=1, col=2)
+    fig.update_yaxes(title_text="share of the draws", row=1, col=2)
+    if title is None:
+        title = heading
+        if minority is not None:
+            title += (f"<br><sup>class {minority}: q-mass {summary['minority_mass']:.3f} vs uniform "
+                      f"{summary['minority_share']:.3f} (×{summary['minority_ratio']:.1f})")
+            if batch_size is not None:
+                title += (f"; expected draws per batch of {batch_size}: {summary['expected_minority_draws']:.2f} "
+                          f"vs {summary['uniform_minority_draws']:.2f}")
+            title += f"; ESS {summary['ess']:.0f} of n = {n}</sup>"
+    layout = dict(_LAYOUT)
+    layout.update(height=430, margin=dict(l=60, r=20, t=90, b=50))
+    fig.update_layout(**layout, title=title, legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+_CLASS_COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#ff7f0e",
+                "#aec7e8"]
+
+
+def hws_sampling_figure(losses, labels, *, beta: float, divergence: str = "kl", minority: int | None = None,
+                        batch_size: int | None = None) -> go.Figure:
+    """:func:`sampling_figure` for the hardness-weighted sampler's ``q = worst_case_weights(losses, divergence, β)``.
+
+    The figure the lesson-02 panel redraws when β or the divergence changes. KL and χ² β scales
+    are not comparable (χ² at 2β ≈ KL at β to first order).
+    """
+    l = torch.as_tensor(_np(losses))
+    q = worst_case_weights(l, divergence=divergence, beta=float(beta))
+    name = {"kl": "KL", "chi2": "χ²"}.get(divergence, divergence)
+    return sampling_figure(l, q, labels, minority=minority, batch_size=batch_size,
+                           heading=f"Hardness-weighted sampling, {name}, β = {beta:.3g}")
+
+
+def age_survival(ages, kmax: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, P(age ≥ k))`` for ``k = 0 .. kmax``: the empirical tail of history ages (``-1`` = never, dropped)."""
+    a = _np(ages).ravel()
+    a = a[a >= 0].astype(np.int64)
+    if a.size == 0:
+        raise ValueError("no finite ages (all entries are -1: never written)")
+    kmax = int(a.max()) if kmax is None else int(kmax)
+    k = np.arange(kmax + 1)
+    counts = np.bincount(a, minlength=kmax + 1)[: kmax + 1]
+    at_least = a.size - np.r_[0, np.cumsum(counts)[:-1]]
+    return k, at_least / a.size
+
+
+def age_figure(runs: Mapping[str, tuple], *, batch_size: int, title: str | None = None) -> go.Figure:
+    """Staleness of the loss history: ages ``t − t_i(t)`` against the paper's tail bound (eq. 104).
+
+    ``runs`` maps a label (e.g. ``"β = 5"``) to ``(ages, q)``: pooled ages of the history entries
+    (any shape; ``-1`` = never written, dropped) and the sampling distribution they were drawn
+    with. Left: the distribution of the ages. Right (log y): the empirical ``P(age ≥ k)``
+    (solid), the exact tail of b i.i.d. draws per iteration from a fixed ``q``,
+    ``(1/n) Σ_i (1 − q_i)^{kb}`` (dotted), and the bound ``(1 − α)^{kb}`` with
+    ``α = min_i q_i`` (dashed), which holds for every entry.
+    """
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("distribution of history ages", "tail P(age ≥ k) and the bound (1 − α)^{kb}"))
+    for j, (label, (ages, q)) in enumerate(runs.items()):
+        color = PALETTE[(j + 1) % len(PALETTE)]
+        k, surv = age_survival(ages)
+        probs = np.r_[surv[:-1] - surv[1:], surv[-1]]
+        fig.add_trace(go.Bar(x=k, y=probs, name=f"{label}: ages", marker_color=color, opacity=0.6,
+                             legendgroup=label), row=1, col=1)
+        fig.add_trace(go.Scatter(x=k, y=surv, mode="lines", name=f"{label}: empirical tail", legendgroup=label,
+                                 line=dict(color=color, width=3, shape="hv")), row=1, col=2)
+        qn = _np(q).ravel()
+        qn = qn / qn.sum()
+        exact = np.array([np.mean((1.0 - qn) ** (kk * batch_size)) for kk in k])
+        alpha = float(qn.min())
+        bound = (1.0 - alpha) ** (k * batch_size)
+        fig.add_trace(go.Scatter(x=k, y=exact, mode="lines", name=f"{label}: (1/n)Σ(1−q_i)^(kb)", legendgroup=label,
+                                 line=dict(color=color, dash="dot")), row=1, col=2)
+        fig.add_trace(go.Scatter(x=k, y=bound, mode="lines", name=f"{label}: bound (1−α)^(kb), α={alpha:.2g}",
+                                 legendgroup=label, line=dict(color=color, dash="dash")), row=1, col=2)
+    fig.update_xaxes(title_text="age k (iterations since the entry was last written)")
+    fig.update_yaxes(title_text="share of entries", row=1, col=1)
+    fig.update_yaxes(type="log", title_text="P(age ≥ k)", row=1, col=2)
+    layout = dict(_LAYOUT)
+    layout.update(height=440, barmode="overlay")
+    fig.update_layout(**layout, title=title or f"Staleness of the loss history (b = {batch_size})",
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def mc_error_figure(ms: Sequence[int], errors: Mapping[str, Sequence[float]], *,
+                    reference: Sequence[float] | None = None, reference_label: str = "∝ 1/√M",
+                    title: str | None = None) -> go.Figure:
+    """Monte-Carlo error against the number of batches ``M`` (log–log), one line per estimator.
+
+    ``reference`` is an optional curve over ``ms`` (e.g. the predicted RMS error
+    ``√(tr Σ_q / (bM))`` of an unbiased estimator); drawn dashed black.
+    """
+    ms = np.asarray(ms, dtype=float)
+    fig = go.Figure()
+    for j, (label, err) in enumerate(errors.items()):
+        err = np.asarray(err, dtype=float)
+        if err.shape != ms.shape:
+            raise ValueError(f"errors[{label!r}] has shape {err.shape}, expected {ms.shape}")
+        fig.add_scatter(x=ms, y=err, name=label, mode="lines", line=dict(color=PALETTE[j % len(PALETTE)], width=2))
+    if reference is not None:
+        fig.add_scatter(x=ms, y=np.asarray(reference, dtype=float), name=reference_label, mode="lines",
+                        line=dict(color="black", dash="dash"))
+    fig.update_layout(**_LAYOUT, title=title or "Monte-Carlo estimate of the DRO gradient",
+                      xaxis_title="number of batches M", yaxis_title="relative error ‖ĝ_M − ∇R‖ / ‖∇R‖",
+                      xaxis_type="log", yaxis_type="log", legend=dict(orientation="h", y=-0.25))
+    return fig

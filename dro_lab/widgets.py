@@ -14,7 +14,8 @@ from typing import Callable, Mapping
 import ipywidgets as W
 from IPython.display import display
 
-__all__ = ["beta_slider", "radius_slider", "cvar_alpha_slider", "panel", "run_panel", "weights_panel"]
+__all__ = ["beta_slider", "radius_slider", "cvar_alpha_slider", "divergence_toggle", "panel", "run_panel",
+           "weights_panel", "hws_panel"]
 
 _STYLE = {"description_width": "initial"}
 _WIDE = W.Layout(width="360px")
@@ -39,6 +40,13 @@ def cvar_alpha_slider(value: float = 0.2, *, description: str = "α (CVaR level)
     """The CVaR level α ∈ (0, 1]: the worst α-fraction of the data is averaged."""
     return W.FloatSlider(value=value, min=0.01, max=1.0, step=0.01, description=description, style=_STYLE,
                          layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
+def divergence_toggle(value: str = "kl", *, description: str = "divergence") -> W.ToggleButtons:
+    """KL / χ² switch; its ``value`` is the library's name (``"kl"`` or ``"chi2"``)."""
+    return W.ToggleButtons(options=[("KL", "kl"), ("χ²", "chi2")], value=value, description=description,
+                           style=_STYLE, tooltips=["Kullback-Leibler: q = softmax(β·ℓ)",
+                                                   "Pearson χ²: q = projection of 1/n + β·ℓ/(2n) onto the simplex"])
 
 
 def panel(figure_fn: Callable[..., object], controls: Mapping[str, W.Widget], *, title: str | None = None) -> W.Box:
@@ -83,3 +91,29 @@ def weights_panel(losses, *, prior=None, beta: float = 2.0, radius: float = 0.1,
 
     controls = {"beta": beta_slider(beta), "radius": radius_slider(radius), "alpha": cvar_alpha_slider(alpha)}
     return panel(fig, controls, title="Worst-case weights")
+
+
+def hws_panel(losses, labels, *, minority: int | None = None, batch_size: int | None = None, beta: float = 10.0,
+              divergence: str = "kl", min_exp: float = -2, max_exp: float = 3) -> W.Box:
+    """The hardness-weighted-sampling panel (lesson 02): β (log slider) and KL/χ² move ``q`` over a loss history.
+
+    Redraws :func:`dro_lab.viz.hws_sampling_figure` (q against the loss by class, the q-mass of
+    each class against its uniform share, the ``minority`` class's expected draws per batch of
+    ``batch_size``). β runs over ``10^min_exp … 10^max_exp`` (the spec's 1e-2 … 1e3); the left end
+    is practically ERM. The note under the controls says that the two divergences' β scales differ.
+    """
+    from . import viz
+
+    def fig(beta, divergence):
+        return viz.hws_sampling_figure(losses, labels, beta=beta, divergence=divergence, minority=minority,
+                                       batch_size=batch_size)
+
+    controls = {
+        "beta": beta_slider(beta, min_exp=min_exp, max_exp=max_exp, description="β (inverse temperature)"),
+        "divergence": divergence_toggle(divergence),
+    }
+    box = panel(fig, controls, title="Hardness-weighted sampling over the loss history")
+    note = W.HTML("<small>β scales differ: χ² at 2β ≈ KL at β (to first order).<br>"
+                  "β → 0 is uniform sampling (ERM).</small>")
+    box.children[0].children = box.children[0].children + (note,)
+    return box
