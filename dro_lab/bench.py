@@ -7,6 +7,18 @@ Each benchmark times dro_lab and a baseline side by side in one run and reports 
   (scipy SLSQP over the simplex with analytic gradients, the tool a reader would otherwise reach
   for, up to n = 200 where its O(n³) iterations still finish; HiGHS for the CVaR linear programme),
   and against a scalable baseline at every n: scipy's 1-D solvers on each problem's dual in numpy.
+* ``hws-step`` — the training-step overhead of hardness-weighted sampling (Fidon et al., §8 of the
+  spec: "as efficient as SGD"): the same model (``DigitsCNN(image_size=28)``, lesson 02's model
+  class; ``--hws-model small_cnn`` for the model lesson 02 trains on MNIST), data (n = 60 000
+  synthetic 1×28×28 images in memory), batch (128), SGD and device, stepped with uniform batches
+  (slices of a ``randperm``) and with :class:`~dro_lab.HardnessWeightedSampler` in its DRO phase
+  (draw from q, gather, forward/backward/step, ``update``), alternating step by step; the ratio
+  of the median step times, and the sampler's own cost (softmax + multinomial, update) as a share
+  of the step.
+* ``hws-draw`` — one sampler step (recompute q, draw b = 128, write b losses back) for
+  n = 10³…10⁷, against the authors' approach (``official_draw`` / ``official_update``: softmax of a
+  CPU tensor, numpy ``choice`` without replacement from the floored distribution, a Python loop
+  writing the history), and the sampler's state memory.
 
 Times are medians over repeats after a warm-up; CUDA timings are synchronised.
 """
@@ -15,18 +27,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import platform
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from .robust import worst_case_weights
+from .samplers import HardnessWeightedSampler
 from .utils import resolve_device
 
-__all__ = ["main", "bench_weights", "machine_info", "scipy_worst_case", "scipy_dual_worst_case"]
+__all__ = ["main", "bench_weights", "bench_hws_step", "bench_hws_draw", "machine_info", "scipy_worst_case",
+           "scipy_dual_worst_case", "official_probabilities", "official_draw", "official_update", "BENCHMARKS"]
+
+#: The benchmark sections, in the order ``dro-lab bench`` runs them.
+BENCHMARKS = ("weights", "hws-step", "hws-draw")
 
 CASES = [
     ("kl", "beta", 10.0),
@@ -37,16 +57,31 @@ CASES = [
 ]
 
 
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def machine_info(device: torch.device) -> dict:
     info = {
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "numpy": np.__version__,
         "threads": torch.get_num_threads(),
         "cpu": platform.processor() or platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
         "device": str(device),
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
+        info["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
     return info
 
 
@@ -188,6 +223,272 @@ def bench_weights(sizes, *, device: torch.device, repeats: int, scipy_max_n: int
     return rows
 
 
+# --------------------------------------------------------------------------- hardness-weighted sampling
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _quartiles(times: list[float]) -> tuple[float, float, float]:
+    """(q1, median, q3) of a list of timings."""
+    if len(times) < 2:
+        return times[0], times[0], times[0]
+    q1, med, q3 = statistics.quantiles(times, n=4, method="inclusive")
+    return q1, med, q3
+
+
+def _endless(make: Callable[[], Iterator]) -> Iterator:
+    """Chain ``make()``'s epochs for ever (a sampler's ``batches()`` ends at the end of an epoch)."""
+    while True:
+        yield from make()
+
+
+def official_probabilities(weights: torch.Tensor, beta: float) -> np.ndarray:
+    """The authors' sampling distribution: ``log_softmax(β·w).exp()`` of a CPU tensor, in numpy,
+    floored at ``1e-4 / n`` and renormalised (their ``WeightedSampler.draw_samples``)."""
+    n = weights.numel()
+    eps = 0.0001 / n
+    p = F.log_softmax(beta * weights, dim=0).exp().numpy()
+    p[p <= eps] = eps
+    p /= p.sum()
+    return p
+
+
+def official_draw(weights: torch.Tensor, beta: float, batch_size: int, rng: np.random.RandomState,
+                  replace: bool = False) -> list[int]:
+    """The authors' draw: numpy ``choice`` from :func:`official_probabilities` (``replace=False``, as their
+    code does; ``replace=True`` draws i.i.d., which is what Algorithm 1 and dro_lab do)."""
+    p = official_probabilities(weights, beta)
+    return rng.choice(weights.numel(), batch_size, p=p, replace=replace).tolist()
+
+
+def official_update(weights: torch.Tensor, indices, losses: torch.Tensor, momentum: float = 0.0) -> None:
+    """The authors' history update: a Python loop over the batch, ``w[i] = m·w[i] + (1 − m)·ℓ``, on the host."""
+    losses = losses.detach().cpu()  # the fresh losses come from the model's device
+    for i, new in zip(indices, losses):
+        weights[i] = momentum * weights[i] + (1.0 - momentum) * new
+
+
+def _train_step(model, opt, x, y, idx):
+    losses = F.cross_entropy(model(x[idx]), y[idx], reduction="none")
+    opt.zero_grad(set_to_none=True)
+    losses.mean().backward()
+    opt.step()
+    return losses.detach()
+
+
+def _sampler_state_bytes(sampler: HardnessWeightedSampler) -> int:
+    """History (float32) + last-update iterations (int32, the ages) + per-epoch draw counts (int32)."""
+    return sum(t.element_size() * t.numel() for t in (sampler.history, sampler.last_update, sampler._counts))
+
+
+HWS_MODELS = {"digits_cnn": "DigitsCNN(image_size=28)", "small_cnn": "SmallCNN(image_size=28)"}
+
+
+def bench_hws_step(*, n: int = 60_000, batch_size: int = 128, beta: float = 10.0, steps: int = 100,
+                   warmup: int = 10, block: int = 1, lr: float = 0.01, model: str = "digits_cnn",
+                   device: torch.device, repeats: int = 5, budget_s: float = 20.0, seed: int = 0) -> dict:
+    """Median time of a training step with uniform batches and with hardness-weighted sampling.
+
+    Both modes step one model for 1×28×28 inputs (``model``: ``"digits_cnn"``, lesson 02's model
+    class, or ``"small_cnn"``, the model lesson 02 trains on MNIST) with SGD (lr 0.01, no momentum:
+    the paper's optimiser) on the same in-memory synthetic data, on ``device``, alternating (blocks of
+    ``block`` steps, default 1, in ABBA order) so that drifts of a shared machine hit both alike.
+    ``ratio`` is the ratio of the two medians; ``paired_ratio`` the median of the ratios of
+    neighbouring steps (more robust when the machine's load drifts). Uniform: slices of a
+    ``randperm`` (full batches). HWS: ``sampler.batches()`` in the DRO phase (no warm start; the
+    history starts at synthetic losses around ln 10, the untrained model's), gather,
+    forward/backward/step, ``sampler.update``. Each step is timed on its own (synchronised).
+    On a CPU the draw and the update are also timed inside each HWS step (``in_step_*``: cold
+    caches after the backward pass, as in training). The sampler's cost is then timed alone on the
+    same state (synchronised, any device): draw (q recomputed because the history changed,
+    multinomial, counts), update, and the softmax and multinomial parts.
+    """
+    from .models import make_model
+
+    if model not in HWS_MODELS:
+        raise ValueError(f"model must be one of {sorted(HWS_MODELS)}, got {model!r}")
+    if n < batch_size:
+        raise ValueError(f"hws-step needs n ≥ batch_size, got n={n}, batch_size={batch_size}")
+    torch.manual_seed(seed)
+    model_name, model = model, make_model(model, in_shape=(1, 28, 28), num_classes=10).to(device)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(n, 1, 28, 28, generator=gen, device=device)
+    y = torch.randint(0, 10, (n,), generator=gen, device=device)
+    cpu_gen = torch.Generator().manual_seed(seed + 1)
+    history0 = (math.log(10) + 0.25 * torch.randn(n, generator=cpu_gen)).clamp_min(0)
+    sampler = HardnessWeightedSampler(n, batch_size, beta=beta, warm_start=False, history_init=history0,
+                                      device=device, generator=torch.Generator(device=device).manual_seed(seed + 2))
+    b = batch_size
+
+    def uniform_batches():
+        perm = torch.randperm(n, generator=gen, device=device)
+        for start in range(0, n - b + 1, b):  # full batches only: every step the same size
+            yield perm[start:start + b]
+
+    uni_it = _endless(uniform_batches)
+    hws_it = _endless(sampler.batches)
+
+    def uniform_step():
+        _train_step(model, opt, x, y, next(uni_it))
+
+    segments = []  # (draw, update) seconds inside each HWS step: exact on a CPU, where every op is synchronous
+
+    def hws_step():
+        t0 = time.perf_counter()
+        idx = next(hws_it)
+        t1 = time.perf_counter()
+        losses = _train_step(model, opt, x, y, idx)
+        t2 = time.perf_counter()
+        sampler.update(idx, losses)
+        segments.append((t1 - t0, time.perf_counter() - t2))
+
+    def timed(fn):
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        return time.perf_counter() - t0
+
+    for _ in range(warmup):
+        uniform_step()
+        hws_step()
+    _sync(device)
+    uni_times, hws_times = [], []
+    segments.clear()
+    flip = False
+    while len(uni_times) < steps:
+        k = min(block, steps - len(uni_times))
+        if flip:  # ABBA: every other block runs HWS first, so neither mode always follows the other
+            hws_times += [timed(hws_step) for _ in range(k)]
+        uni_times += [timed(uniform_step) for _ in range(k)]
+        if not flip:
+            hws_times += [timed(hws_step) for _ in range(k)]
+        flip = not flip
+
+    # The sampler alone, on the same state: a draw needs the previous batch's update first (max_pending=0).
+    fresh = _train_step(model, opt, x, y, next(uni_it))  # b real losses, written back at every draw
+    draw_times, update_times = [], []
+    for _ in range(max(steps, 20)):
+        t0 = time.perf_counter()
+        idx = next(hws_it)
+        _sync(device)
+        t1 = time.perf_counter()
+        sampler.update(idx, fresh)
+        _sync(device)
+        draw_times.append(t1 - t0)
+        update_times.append(time.perf_counter() - t1)
+
+    def softmax():
+        sampler.beta = sampler.beta  # assigning β invalidates the cached q, as an update does
+        sampler.probabilities()
+
+    softmax_s = _time(softmax, device, repeats, budget_s)
+    q = sampler.probabilities()
+    multinomial_s = _time(lambda: torch.multinomial(q, b, replacement=True, generator=sampler.generator),
+                          device, repeats, budget_s)
+    idx = next(hws_it)
+    gather_s = _time(lambda: (x[idx], y[idx]), device, repeats, budget_s)
+    sampler.update(idx, fresh)
+
+    uq1, uni, uq3 = _quartiles(uni_times)
+    hq1, hws, hq3 = _quartiles(hws_times)
+    draw_s, update_s = statistics.median(draw_times), statistics.median(update_times)
+    # On CUDA the segments would time kernel launches (and update's host read would absorb the step), so only a CPU
+    # reports them; the isolated draw / update timings above are synchronised everywhere.
+    in_draw = statistics.median(d for d, _ in segments) if device.type == "cpu" else None
+    in_update = statistics.median(u for _, u in segments) if device.type == "cpu" else None
+    return {
+        "benchmark": "hws_step",
+        "model": HWS_MODELS[model_name],
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "input_shape": [1, 28, 28],
+        "data": "synthetic in-memory (randn images, random labels)",
+        "optimizer": f"SGD(lr={lr:g})",
+        "n": n, "batch_size": b, "beta": beta, "divergence": "kl", "steps": steps, "warmup": warmup,
+        "uniform_step_s": uni, "uniform_step_iqr_s": [uq1, uq3],
+        "hws_step_s": hws, "hws_step_iqr_s": [hq1, hq3],
+        "ratio": hws / uni,
+        "paired_ratio": statistics.median(h / u for h, u in zip(hws_times, uni_times)),
+        # Interquartile range over median: above ~0.25 the machine's load moved during the run.
+        "spread": max((uq3 - uq1) / uni, (hq3 - hq1) / hws),
+        "draw_s": draw_s, "update_s": update_s, "softmax_s": softmax_s, "multinomial_s": multinomial_s,
+        "gather_s": gather_s,
+        "draw_pct": 100 * draw_s / hws, "update_pct": 100 * update_s / hws,
+        "sampler_pct": 100 * (draw_s + update_s) / hws,
+        "sampler_pct_of_uniform_step": 100 * (draw_s + update_s) / uni,
+        "in_step_draw_s": in_draw, "in_step_update_s": in_update,
+        "in_step_sampler_pct": None if in_draw is None else 100 * (in_draw + in_update) / hws,
+        "sampler_state_bytes": _sampler_state_bytes(sampler),
+    }
+
+
+def bench_hws_draw(sizes, *, batch_size: int = 128, beta: float = 10.0, device: torch.device, repeats: int,
+                   budget_s: float, baseline_max_s: float = 1.0, seed: int = 0,
+                   on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One sampler step (q from the changed history, draw b, write b losses back) against the authors' approach.
+
+    Ours: ``next(sampler.batches())`` then ``sampler.update`` on ``device`` (softmax, multinomial with
+    replacement, scatter). Baseline: :func:`official_draw` (without replacement, as their code) and
+    :func:`official_update` on a CPU float32 history, whatever ``device`` is. The synthetic history is
+    uniform on [0, 3) (β = 10 puts most mass on the top few per cent), the written losses a fixed
+    batch from the same range. The baseline runs while its step is predicted (linearly in n from
+    the last measured one) to stay under ``baseline_max_s``; larger n are marked skipped.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    b = batch_size
+    rows, last = [], None  # last: (n, seconds) of the baseline's last measured step
+    for n in sizes:
+        history0 = torch.rand(n, generator=gen) * 3
+        fresh = torch.rand(b, generator=gen) * 3
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+        sampler = HardnessWeightedSampler(n, b, beta=beta, warm_start=False, history_init=history0.to(device),
+                                          device=device,
+                                          generator=torch.Generator(device=device).manual_seed(seed + n))
+        it = _endless(sampler.batches)
+        fresh_dev = fresh.to(device)
+
+        def ours():
+            sampler.update(next(it), fresh_dev)
+
+        ours_s = _time(ours, device, repeats, budget_s)
+        row = {"benchmark": "hws_draw", "n": n, "batch_size": b, "beta": beta, "divergence": "kl",
+               "ours_s": ours_s, "ours_mode": "with replacement (torch.multinomial), q recomputed every step",
+               "baseline_s": None, "speedup": None, "baseline_skipped": None,
+               "baseline_mode": "without replacement (numpy RandomState.choice, replace=False), host",
+               "state_bytes": _sampler_state_bytes(sampler),
+               "q_bytes": sampler.probabilities().element_size() * n,
+               "baseline_state_bytes": history0.element_size() * n}
+        if device.type == "cuda":
+            row["cuda_peak_bytes"] = torch.cuda.max_memory_allocated(device) - before
+        del sampler, it
+        predicted = None if last is None else last[1] * n / last[0]
+        if n < b:
+            row["baseline_skipped"] = f"n < b: cannot draw {b} distinct indices"
+        elif predicted is not None and (predicted > baseline_max_s or last[1] > baseline_max_s):
+            row["baseline_skipped"] = f"predicted {predicted:.2g} s per step > {baseline_max_s:g} s"
+        else:
+            weights = history0.clone()
+            rng = np.random.RandomState(seed)
+
+            def theirs():
+                official_update(weights, official_draw(weights, beta, b, rng), fresh_dev)
+
+            theirs_s = _time(theirs, torch.device("cpu"), min(repeats, 3), budget_s)
+            row.update(baseline_s=theirs_s, speedup=theirs_s / ours_s)
+            last = (n, theirs_s)
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
 def _fmt_s(s: float | None) -> str:
     if s is None:
         return "—"
@@ -211,37 +512,142 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join([TABLE_HEAD, *map(format_row, rows)])
 
 
+def _fmt_t(s: float | None) -> str:
+    """A duration in µs, ms or s (the HWS tables: a sampler step spans µs to s)."""
+    if s is None:
+        return "—"
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def _fmt_bytes(b: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b} B"
+
+
+HWS_STEP_HEAD = ("| model, data | n | batch | uniform step | HWS step | HWS / uniform (paired) "
+                 "| sampler inside the HWS step: draw + update (share) "
+                 "| sampler alone: softmax, multinomial, update |\n"
+                 "|---|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def format_hws_step(r: dict) -> str:
+    if r.get("in_step_draw_s") is not None:
+        inside = (f"{_fmt_t(r['in_step_draw_s'] + r['in_step_update_s'])}: {_fmt_t(r['in_step_draw_s'])} + "
+                  f"{_fmt_t(r['in_step_update_s'])} ({r['in_step_sampler_pct']:.1f} %)")
+    else:
+        inside = "— (not separable on CUDA)"
+    return (f"| {r['model']}, {'×'.join(map(str, r['input_shape']))} | {r['n']:,} | {r['batch_size']} "
+            f"| {_fmt_t(r['uniform_step_s'])} | {_fmt_t(r['hws_step_s'])} "
+            f"| {r['ratio']:.3f}× ({r['paired_ratio']:.3f}×) | {inside} "
+            f"| {_fmt_t(r['softmax_s'])}, {_fmt_t(r['multinomial_s'])}, {_fmt_t(r['update_s'])} "
+            f"({r['sampler_pct']:.1f} % with the draw's bookkeeping) |")
+
+
+HWS_DRAW_HEAD = ("| n | dro_lab sampler (device; with replacement) "
+                 "| official approach (host numpy; without replacement) | speed-up "
+                 "| sampler state (history + ages + counts) |\n"
+                 "|---:|---:|---:|---:|---:|")
+
+
+def format_hws_draw(r: dict) -> str:
+    base = _fmt_t(r["baseline_s"]) if r["baseline_s"] is not None else f"skipped: {r['baseline_skipped']}"
+    speed = f"{r['speedup']:.3g}×" if r["speedup"] else "—"
+    return f"| {r['n']:.0e} | {_fmt_t(r['ours_s'])} | {base} | {speed} | {_fmt_bytes(r['state_bytes'])} |"
+
+
+def _sizes(text: str) -> list[int]:
+    return [int(float(s)) for s in text.split(",") if s.strip()]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="dro-lab bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", nargs="*", help="benchmarks to run: weights (default: all)")
+    ap.add_argument("what", nargs="*", help=f"benchmarks to run: {', '.join(BENCHMARKS)} (default: all)")
+    ap.add_argument("--only", metavar="LIST", help="comma-separated benchmarks to run, e.g. weights,hws-step "
+                    "(the same as naming them positionally)")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
-    ap.add_argument("--sizes", default="1e2,1e3,1e4,1e5,1e6,1e7", help="comma-separated n values")
+    ap.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads; default: torch's own)")
+    ap.add_argument("--sizes", default="1e2,1e3,1e4,1e5,1e6,1e7", help="weights: comma-separated n values")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--scipy-max-n", type=int, default=200, help="largest n given to the SLSQP baseline (O(n³))")
     ap.add_argument("--lp-max-n", type=int, default=10_000, help="largest n given to the CVaR LP baseline")
     ap.add_argument("--dual-max-n", type=int, default=10_000_000, help="largest n given to the 1-D dual baseline")
     ap.add_argument("--budget", type=float, default=20.0, help="seconds per timing before repeats stop early")
+    ap.add_argument("--hws-n", type=int, default=60_000, help="hws-step: training-set size")
+    ap.add_argument("--hws-model", default="digits_cnn", choices=sorted(HWS_MODELS),
+                    help="hws-step: the model (1×28×28 inputs, 10 classes)")
+    ap.add_argument("--hws-steps", type=int, default=100, help="hws-step: timed steps per mode (after the warm-up)")
+    ap.add_argument("--hws-warmup", type=int, default=10, help="hws-step: warm-up steps per mode")
+    ap.add_argument("--hws-batch", type=int, default=128, help="hws-step and hws-draw: batch size b")
+    ap.add_argument("--hws-beta", type=float, default=10.0, help="hws-step and hws-draw: KL β")
+    ap.add_argument("--hws-sizes", default="1e3,1e4,1e5,1e6,1e7", help="hws-draw: comma-separated n values")
+    ap.add_argument("--baseline-max-s", type=float, default=1.0,
+                    help="hws-draw: skip the official-approach baseline where one step would exceed this")
     ap.add_argument("--json", metavar="PATH", help="also write machine-readable results here")
-    ap.add_argument("--quick", action="store_true", help="n up to 1e5, 2 repeats (a smoke check)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke check: n up to 1e5 and 2 repeats; hws-step at n ≤ 4096 with 20 steps")
     args = ap.parse_args(argv)
-    unknown = set(args.what) - {"weights"}
+    wanted = list(args.what) + ([s.strip() for s in args.only.split(",") if s.strip()] if args.only else [])
+    unknown = set(wanted) - set(BENCHMARKS)
     if unknown:
-        ap.error(f"unknown benchmark(s) {sorted(unknown)}; available: weights")
+        ap.error(f"unknown benchmark(s) {sorted(unknown)}; available: {', '.join(BENCHMARKS)}")
+    selected = [b for b in BENCHMARKS if b in wanted] or list(BENCHMARKS)
+    if args.hws_steps < 1 or args.hws_warmup < 0 or args.hws_batch < 1 or args.hws_n < args.hws_batch:
+        ap.error("need --hws-steps ≥ 1, --hws-warmup ≥ 0, --hws-batch ≥ 1 and --hws-n ≥ --hws-batch")
+    if args.threads is not None:
+        if args.threads < 1:
+            ap.error(f"--threads must be ≥ 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    sizes = [int(float(s)) for s in args.sizes.split(",")]
-    repeats = args.repeats
+    sizes, hws_sizes = _sizes(args.sizes), _sizes(args.hws_sizes)
+    repeats, hws_n, hws_steps, hws_warmup = args.repeats, args.hws_n, args.hws_steps, args.hws_warmup
     if args.quick:
         sizes, repeats = [s for s in sizes if s <= 100_000] or [1000], 2
+        hws_sizes = [s for s in hws_sizes if s <= 100_000] or [1000]
+        hws_n, hws_steps, hws_warmup = max(min(hws_n, 4096), args.hws_batch), min(hws_steps, 20), min(hws_warmup, 3)
     info = machine_info(device)
-    print(f"dro-lab bench on {info['device']} ({info.get('gpu', info['cpu'])}, {info['threads']} threads, "
-          f"torch {info['torch']})")
-    print(TABLE_HEAD, flush=True)  # rows print as they finish: the n = 10⁷ ones take a while
-    rows = bench_weights(sizes, device=device, repeats=repeats, scipy_max_n=args.scipy_max_n,
-                         lp_max_n=args.lp_max_n, dual_max_n=args.dual_max_n, budget_s=args.budget,
-                         on_row=lambda r: print(format_row(r), flush=True))
+    print(f"dro-lab bench on {info['device']} ({info.get('gpu', info['cpu_model'] or info['cpu'])}, "
+          f"{info['threads']} threads, torch {info['torch']})")
+    out = {"machine": info, "sections": selected, "results": [], "hws_step": None, "hws_draw": [], "seconds": {}}
+    t_all = time.perf_counter()
+    if "weights" in selected:
+        t0 = time.perf_counter()
+        print("\n## weights: worst_case_weights vs scipy\n")
+        print(TABLE_HEAD, flush=True)  # rows print as they finish: the n = 10⁷ ones take a while
+        out["results"] = bench_weights(sizes, device=device, repeats=repeats, scipy_max_n=args.scipy_max_n,
+                                       lp_max_n=args.lp_max_n, dual_max_n=args.dual_max_n, budget_s=args.budget,
+                                       on_row=lambda r: print(format_row(r), flush=True))
+        out["seconds"]["weights"] = time.perf_counter() - t0
+    if "hws-step" in selected:
+        t0 = time.perf_counter()
+        print(f"\n## hws-step: training step, uniform vs hardness-weighted sampling (KL, β={args.hws_beta:g}, "
+              f"SGD, median of {hws_steps} steps)\n", flush=True)
+        r = bench_hws_step(n=hws_n, batch_size=args.hws_batch, beta=args.hws_beta, steps=hws_steps,
+                           warmup=hws_warmup, model=args.hws_model, device=device, repeats=repeats,
+                           budget_s=args.budget)
+        print(HWS_STEP_HEAD)
+        print(format_hws_step(r), flush=True)
+        if r["spread"] > 0.25:
+            print(f"\nwarning: step times vary widely (interquartile range {100 * r['spread']:.0f} % of the median): "
+                  "the machine is busy with something else; trust the paired ratio more, or run again")
+        out["hws_step"] = r
+        out["seconds"]["hws-step"] = time.perf_counter() - t0
+    if "hws-draw" in selected:
+        t0 = time.perf_counter()
+        print(f"\n## hws-draw: one sampler step (q, draw b={args.hws_batch}, update) vs the official approach\n")
+        print(HWS_DRAW_HEAD, flush=True)
+        out["hws_draw"] = bench_hws_draw(hws_sizes, batch_size=args.hws_batch, beta=args.hws_beta, device=device,
+                                         repeats=repeats, budget_s=args.budget, baseline_max_s=args.baseline_max_s,
+                                         on_row=lambda r: print(format_hws_draw(r), flush=True))
+        out["seconds"]["hws-draw"] = time.perf_counter() - t0
+    out["seconds"]["total"] = time.perf_counter() - t_all
+    print(f"\n{out['seconds']['total']:.0f} s in all")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"machine": info, "results": rows}, fh, indent=2)
+            json.dump(out, fh, indent=2)
         print(f"wrote {args.json}")
     return 0
 

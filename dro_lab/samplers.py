@@ -227,6 +227,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         else:
             value = _check_number(history_init, "history_init", low=-math.inf, low_inclusive=False)
             self.history = torch.full((n,), value, dtype=torch.float32, device=self.device)
+        self._abs_bound = float(self.history.abs().max())  # ≥ max |history|: when β·h cannot overflow
         # Iteration of each entry's last update (-1: never); ages for the staleness figures.
         self.last_update = torch.full((n,), -1, dtype=torch.int32, device=self.device)
         self._counts = torch.zeros(n, dtype=torch.int32, device=self.device)  # draws this epoch (global)
@@ -290,8 +291,10 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         key = (self._beta, self.divergence, self.prob_floor)
         if self._q is None or self._q_key != key:  # options can be reassigned (sliders, schedules)
             h = self.history
-            if self.divergence == "kl":
-                q = _kl_penalised(h, None, self.beta, uniform=True) if self.beta > 0 else torch.full_like(h, 1.0 / self.n)
+            if self.divergence == "kl" and self.beta * self._abs_bound < 1e37:
+                q = torch.softmax(h * self.beta, dim=0)  # softmax subtracts the max itself; β·h cannot overflow
+            elif self.divergence == "kl":
+                q = _kl_penalised(h, None, self.beta, uniform=True)  # subtract first, then scale
             else:
                 h64 = h.double() if self.device.type != "mps" else h
                 prior = torch.full_like(h64, 1.0 / self.n)
@@ -309,6 +312,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         losses = losses.detach().to(self.device, torch.float32)
         self._check_finite(losses, "refresh_fn's losses")
         self.history.copy_(losses)
+        self._abs_bound = float(losses.abs().max())
         self.last_update.fill_(self.step + 1)  # the same θ as the batch about to be drawn
         self._q = None
 
@@ -407,12 +411,17 @@ class HardnessWeightedSampler(Sampler[list[int]]):
             raise ValueError(f"indices and losses must have the same length, got {indices.numel()} and {losses.numel()}")
         if indices.numel() == 0:
             raise ValueError("update got an empty batch")
-        # One host read for both checks (a single sync on an accelerator).
-        bad = (~torch.isfinite(losses)).any() | (indices.min() < 0) | (indices.max() >= self.n)
-        if bool(bad):
+        # One host read for every check (a single sync on an accelerator): the sum is finite iff
+        # no loss is NaN/inf (or the sum overflowed: the exact check below then decides).
+        lo, hi = torch.aminmax(indices)
+        total, amax, lo, hi = torch.stack([losses.sum().double(), losses.abs().max().double(),
+                                           lo.double(), hi.double()]).tolist()
+        if not math.isfinite(total) or lo < 0 or hi >= self.n:
             self._check_finite(losses, "losses")
-            out = indices[(indices < 0) | (indices >= self.n)][:5].tolist()
-            raise ValueError(f"indices out of range [0, {self.n}): {out}")
+            if lo < 0 or hi >= self.n:
+                out = indices[(indices < 0) | (indices >= self.n)][:5].tolist()
+                raise ValueError(f"indices out of range [0, {self.n}): {out}")
+        self._batch_abs_max = amax
         return indices, losses
 
     def importance_weights(self, indices, losses: Tensor) -> Tensor:
@@ -448,6 +457,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
             # old values are equal among duplicates, so averaging the blends averages the losses
             losses = m * self.history[indices] + (1.0 - m) * losses
         self.history.index_put_((indices,), _mean_over_duplicates(indices, losses))
+        self._abs_bound = max(self._abs_bound, self._batch_abs_max)  # blends with momentum stay inside it
         self.last_update[indices] = self.step
         self.pending = max(self.pending - 1, 0)
         self._q = None
@@ -515,6 +525,7 @@ class HardnessWeightedSampler(Sampler[list[int]]):
         if self.refresh_every is not None and self.refresh_fn is None:
             raise ValueError("the saved sampler refreshes its history (refresh_every) but this one has no refresh_fn")
         self.history = state["history"].to(self.device, torch.float32).clone()
+        self._abs_bound = float(self.history.abs().max())
         self.last_update = state["last_update"].to(self.device, torch.int32).clone()
         self._counts = state["counts"].to(self.device, torch.int32).clone()
         self.epoch, self.position, self.step = state["epoch"], state["position"], state["step"]
