@@ -30,7 +30,10 @@ _EXPORTS = {
     "clone_model": "train", "HardnessWeightedStrategy": "train", "OHEMStrategy": "train",
     "evaluate": "metrics", "accuracy_report": "metrics", "dataset_losses": "metrics",
     # samplers (samplers.py)
-    "HardnessWeightedSampler": "samplers",
+    "HardnessWeightedSampler": "samplers", "ImportanceSampler": "samplers",
+    # per-sample gradients and sampling quality (pergrad.py)
+    "per_sample_grad_norms": "pergrad", "logit_grad_norms": "pergrad", "last_layer_grad_norms": "pergrad",
+    "sampling_quality": "pergrad", "SamplingQuality": "pergrad",
     # data (data.py)
     "ArrayDataset": "data", "IndexedDataset": "data", "DatasetUnavailableError": "data", "load_digits": "data",
     "make_minority_blobs": "data", "load_tabular": "data", "make_imbalanced": "data", "split_dataset": "data",

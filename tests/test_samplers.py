@@ -19,12 +19,12 @@ the commit describes the fix.
 
 from __future__ import annotations
 
-import io
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from _util import through_bytes
 import torch
 import torch.nn.functional as F
 from scipy import optimize, stats
@@ -641,10 +641,7 @@ def test_state_dict_resume_reproduces_the_uninterrupted_run(options, stop, via_b
     drive(b1, 0, stop, log_b)
     state = b1.state_dict()
     if via_bytes:
-        buf = io.BytesIO()
-        torch.save(state, buf)
-        buf.seek(0)
-        state = torch.load(buf)
+        state = through_bytes(state)
     b2 = _sampler(n, b, seed=999, **kw)  # a fresh sampler with another seed
     b2.load_state_dict(state)
     drive(b2, stop, total, log_b)
