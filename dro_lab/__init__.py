@@ -28,6 +28,7 @@ _EXPORTS = {
     # training engine and metrics (train.py, metrics.py)
     "fit": "train", "Strategy": "train", "ERM": "train", "RobustLossStrategy": "train", "History": "train",
     "clone_model": "train", "HardnessWeightedStrategy": "train", "OHEMStrategy": "train",
+    "ImportanceSamplingStrategy": "train",
     "evaluate": "metrics", "accuracy_report": "metrics", "dataset_losses": "metrics",
     # samplers (samplers.py)
     "HardnessWeightedSampler": "samplers", "ImportanceSampler": "samplers",

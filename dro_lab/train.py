@@ -29,7 +29,7 @@ from torch.utils.data import default_collate
 
 from .metrics import dataset_losses, evaluate
 from .robust import RobustLoss
-from .samplers import HardnessWeightedSampler
+from .samplers import HardnessWeightedSampler, ImportanceSampler
 from .utils import make_generator, resolve_device
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "RobustLossStrategy",
     "HardnessWeightedStrategy",
     "OHEMStrategy",
+    "ImportanceSamplingStrategy",
     "History",
     "fit",
     "fetch_batch",
@@ -269,6 +270,114 @@ class OHEMStrategy(Strategy):
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         k = max(1, math.ceil(round(self.keep * losses.numel(), 9)))  # round: 0.28 * 25 = 7.000000000000001
         return torch.topk(losses, k, sorted=False).values.mean()
+
+
+class ImportanceSamplingStrategy(Strategy):
+    r"""Importance-sampled SGD (Lahire 2023, eq. 2) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
+
+    Batches come from a :class:`dro_lab.ImportanceSampler`; the loss is the weighted mean
+    :math:`\frac1b\sum_k w_{i_k}\ell_{i_k}` with the weights of the draw, an unbiased estimate of the
+    ERM gradient (``weight_exponent=1``, no clipping).
+
+    Where the scores come from (``scheme``):
+
+    * ``"grad_norm"`` — exact per-sample gradient norms (:func:`dro_lab.per_sample_grad_norms`);
+    * ``"loss"`` — the per-sample losses;
+    * ``"last_layer"`` — the logit-gradient norm of Katharopoulos & Fleuret, forward only
+      (:func:`dro_lab.logit_grad_norms`; for cross-entropy);
+    * ``"uniform"`` — none (plain SGD with replacement).
+
+    With ``refresh_every=1`` (the default, the paper's set-up) all ``N`` scores are recomputed at the
+    current parameters before every draw — affordable on the paper's 100 images, O(N) per step in
+    general. ``refresh_every=k`` refreshes every ``k`` draws; ``None`` keeps a stale table that each
+    batch's scores update after the step (its scores at the parameters after the step). ``alpha``,
+    ``power``, ``weight_exponent`` and ``clip_weights`` are the sampler's (``clip_weights`` biases the
+    estimator; it is off by default).
+    """
+
+    def __init__(self, scheme: str = "grad_norm", *, alpha: float = 0.5, power: float = 1.0,
+                 weight_exponent: float = 1.0, clip_weights: float | None = None, refresh_every: int | None = 1,
+                 score_batch_size: int = 256):
+        self.options = dict(scheme=scheme, alpha=alpha, power=power, weight_exponent=weight_exponent,
+                            clip_weights=clip_weights, refresh_every=refresh_every)
+        # validate now: a throw-away sampler
+        ImportanceSampler(1, 1, device="cpu", generator=torch.Generator(),
+                          refresh_fn=(lambda: None) if refresh_every else None,
+                          scores_init=None, **self.options)
+        self.score_batch_size = int(score_batch_size)
+        self.sampler: ImportanceSampler | None = None
+        self._saved: dict | None = None
+        tags = [f"α={float(alpha):g}"] + ([f"power={power:g}"] if power != 1 else []) \
+            + ([f"w^{weight_exponent:g}"] if weight_exponent != 1 else []) + (["clipped"] if clip_weights else []) \
+            + ([f"refresh{refresh_every}"] if refresh_every not in (None, 1) else ["stale"] if refresh_every is None else [])
+        self.name = f"is-{scheme}({','.join(tags)})"
+
+    def _scores(self, x: Tensor, y: Tensor) -> Tensor:
+        from .pergrad import logit_grad_norms, per_sample_grad_norms
+
+        scheme = self.options["scheme"]
+        if scheme == "grad_norm":
+            return per_sample_grad_norms(self.model, self.loss_fn, x, y)
+        with torch.no_grad():
+            logits = self.model(x.to(self.device))
+            if scheme == "last_layer":  # forward only: ‖softmax(z) − e_y‖, the cross-entropy logit gradient
+                return logit_grad_norms(logits, y.to(self.device))
+            return self.loss_fn(logits, y.to(self.device))
+
+    def _all_scores(self) -> Tensor:
+        out = []
+        for start in range(0, self.n, self.score_batch_size):
+            x, y, _, _ = fetch_batch(self.train, torch.arange(start, min(start + self.score_batch_size, self.n)))
+            out.append(self._scores(x, y).detach().float())
+        return torch.cat(out)
+
+    def setup(self, n: int, *, device: torch.device, generator: torch.Generator, batch_size: int | None = None,
+              model: torch.nn.Module | None = None, train=None, loss_fn: Callable | None = None) -> None:
+        super().setup(n, device=device, generator=generator)
+        if model is None or train is None:
+            raise ValueError("ImportanceSamplingStrategy needs the model and the training set (run it through fit)")
+        self.model, self.train, self.loss_fn = model, train, loss_fn or per_sample_cross_entropy
+        refresh_fn = self._all_scores if self.options["refresh_every"] else None
+        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
+            self.sampler.refresh_fn = refresh_fn  # a later fit: continue
+            return
+        self.sampler = ImportanceSampler(
+            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
+            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
+        if self._saved is not None:
+            self.sampler.load_state_dict(self._saved)
+            self._saved = None
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        self.sampler.batch_size = batch_size
+        return self.sampler.batches()
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        return (self.sampler.weights(indices).to(losses.dtype) * losses).mean()
+
+    def observe(self, indices: Tensor, losses: Tensor) -> None:
+        if self.options["refresh_every"] is not None or self.options["scheme"] == "uniform":
+            return
+        if self.options["scheme"] == "loss":
+            self.sampler.update(indices, losses)
+        else:
+            x, y, _, _ = fetch_batch(self.train, indices)
+            self.sampler.update(indices, self._scores(x, y))
+
+    def epoch_stats(self) -> dict:
+        return {f"sampler_{k}": v for k, v in self.sampler.stats().items() if isinstance(v, (int, float))}
+
+    def state_dict(self) -> dict:
+        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.sampler is None:
+            self._saved = state["sampler"]
+        else:
+            self.sampler.load_state_dict(state["sampler"])
+
+    def describe(self) -> str:
+        return self.name
 
 
 # --------------------------------------------------------------------------- history
