@@ -41,7 +41,7 @@ _EXPORTS = {
     "assign_groups": "data", "load_mnist": "data", "load_cifar10": "data",
     # models (models.py)
     "LogisticRegression": "models", "MLP": "models", "DigitsCNN": "models", "SmallCNN": "models",
-    "WideResNet": "models", "make_model": "models",
+    "WideResNet": "models", "make_model": "models", "count_parameters": "models",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -167,7 +167,45 @@ class RobustLossStrategy(Strategy):
         return self.name
 
 
-class HardnessWeightedStrategy(Strategy):
+class _SamplerStrategy(Strategy):
+    """A strategy whose batches come from a table sampler (HWS, IS): the sampler is created at the first
+    :func:`fit` and kept by later calls on the same data (so a second ``fit`` continues the run), its
+    generator is seeded from ``fit``'s seed, and its state is the strategy's state."""
+
+    sampler_cls: type = HardnessWeightedSampler
+    sampler = None
+    _saved: dict | None = None
+
+    def _attach(self, n: int, device: torch.device, generator: torch.Generator, batch_size: int | None,
+                refresh_fn: Callable[[], Tensor] | None) -> None:
+        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
+            self.sampler.refresh_fn = refresh_fn  # a later fit: keep the table, continue
+            return
+        self.sampler = self.sampler_cls(
+            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
+            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
+        if self._saved is not None:
+            self.sampler.load_state_dict(self._saved)
+            self._saved = None
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        self.sampler.batch_size = batch_size
+        return self.sampler.batches()
+
+    def state_dict(self) -> dict:
+        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.sampler is None:
+            self._saved = state["sampler"]  # applied when fit sets the sampler up
+        else:
+            self.sampler.load_state_dict(state["sampler"])
+
+    def describe(self) -> str:
+        return self.name
+
+
+class HardnessWeightedStrategy(_SamplerStrategy):
     r"""SGD with hardness-weighted sampling (Fidon et al., Algorithm 1) through the engine.
 
     Batches come from a :class:`dro_lab.HardnessWeightedSampler` (warm-start epoch, then ``b``
@@ -200,8 +238,6 @@ class HardnessWeightedStrategy(Strategy):
         # Validate now (a clear error at construction, not at the first fit): a throw-away sampler.
         HardnessWeightedSampler(1, 1, device="cpu", generator=torch.Generator(),
                                 refresh_fn=(lambda: None) if self.options["refresh_every"] else None, **self.options)
-        self.sampler: HardnessWeightedSampler | None = None
-        self._saved: dict | None = None
         beyond = [k for k in ("prob_floor", "importance_weights", "history_momentum") if self.options[k]]
         mode = "exact" if exact_history else (f"refresh{refresh_every}" if refresh_every else "")
         tags = ",".join([f"β={float(beta):g}", *([mode] if mode else []), *beyond])
@@ -215,19 +251,7 @@ class HardnessWeightedStrategy(Strategy):
             if model is None or train is None:
                 raise ValueError("exact_history / refresh_every need the model and training set (run through fit)")
             refresh_fn = lambda: dataset_losses(model, train, loss_fn=loss_fn)  # noqa: E731
-        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
-            self.sampler.refresh_fn = refresh_fn  # a later fit: keep the history, continue
-            return
-        self.sampler = HardnessWeightedSampler(
-            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
-            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
-        if self._saved is not None:
-            self.sampler.load_state_dict(self._saved)
-            self._saved = None
-
-    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
-        self.sampler.batch_size = batch_size
-        return self.sampler.batches()
+        self._attach(n, device, generator, batch_size, refresh_fn)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         if self.sampler.use_importance_weights:
@@ -241,17 +265,6 @@ class HardnessWeightedStrategy(Strategy):
         stats = self.sampler.stats()
         return {f"sampler_{k}": v for k, v in stats.items() if k not in ("phase", "epoch", "step")}
 
-    def state_dict(self) -> dict:
-        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        if self.sampler is None:
-            self._saved = state["sampler"]  # applied when fit sets the sampler up
-        else:
-            self.sampler.load_state_dict(state["sampler"])
-
-    def describe(self) -> str:
-        return self.name
 
 
 class OHEMStrategy(Strategy):
@@ -272,7 +285,9 @@ class OHEMStrategy(Strategy):
         return torch.topk(losses, k, sorted=False).values.mean()
 
 
-class ImportanceSamplingStrategy(Strategy):
+class ImportanceSamplingStrategy(_SamplerStrategy):
+    sampler_cls = ImportanceSampler
+
     r"""Importance-sampled SGD (Lahire 2023, eq. 2) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
 
     Batches come from a :class:`dro_lab.ImportanceSampler`; the loss is the weighted mean
@@ -305,8 +320,6 @@ class ImportanceSamplingStrategy(Strategy):
                           refresh_fn=(lambda: None) if refresh_every else None,
                           scores_init=None, **self.options)
         self.score_batch_size = int(score_batch_size)
-        self.sampler: ImportanceSampler | None = None
-        self._saved: dict | None = None
         tags = [f"α={float(alpha):g}"] + ([f"power={power:g}"] if power != 1 else []) \
             + ([f"w^{weight_exponent:g}"] if weight_exponent != 1 else []) + (["clipped"] if clip_weights else []) \
             + ([f"refresh{refresh_every}"] if refresh_every not in (None, 1) else ["stale"] if refresh_every is None else [])
@@ -337,20 +350,7 @@ class ImportanceSamplingStrategy(Strategy):
         if model is None or train is None:
             raise ValueError("ImportanceSamplingStrategy needs the model and the training set (run it through fit)")
         self.model, self.train, self.loss_fn = model, train, loss_fn or per_sample_cross_entropy
-        refresh_fn = self._all_scores if self.options["refresh_every"] else None
-        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
-            self.sampler.refresh_fn = refresh_fn  # a later fit: continue
-            return
-        self.sampler = ImportanceSampler(
-            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
-            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
-        if self._saved is not None:
-            self.sampler.load_state_dict(self._saved)
-            self._saved = None
-
-    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
-        self.sampler.batch_size = batch_size
-        return self.sampler.batches()
+        self._attach(n, device, generator, batch_size, self._all_scores if self.options["refresh_every"] else None)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         return (self.sampler.weights(indices).to(losses.dtype) * losses).mean()
@@ -367,17 +367,6 @@ class ImportanceSamplingStrategy(Strategy):
     def epoch_stats(self) -> dict:
         return {f"sampler_{k}": v for k, v in self.sampler.stats().items() if isinstance(v, (int, float))}
 
-    def state_dict(self) -> dict:
-        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        if self.sampler is None:
-            self._saved = state["sampler"]
-        else:
-            self.sampler.load_state_dict(state["sampler"])
-
-    def describe(self) -> str:
-        return self.name
 
 
 # --------------------------------------------------------------------------- history
@@ -422,7 +411,9 @@ def _make_optimizer(name: str, params, lr: float, momentum: float, weight_decay:
         return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    raise ValueError(f"optimizer must be 'sgd', 'adam' or a torch.optim.Optimizer, got {name!r}")
+    if name == "rmsprop":
+        return torch.optim.RMSprop(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be 'sgd', 'adam', 'rmsprop' or a torch.optim.Optimizer, got {name!r}")
 
 
 def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test=None, epochs: int = 10,
@@ -438,7 +429,7 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         strategy: how batches are drawn and reduced (default :class:`ERM`). Used in place: it keeps
             its state after training, so a sampler can be inspected (or resumed) afterwards.
         epochs, batch_size, lr, momentum, weight_decay: the usual; ``optimizer`` is ``"sgd"``,
-            ``"adam"`` or a ready ``torch.optim.Optimizer`` over ``model``'s parameters.
+            ``"adam"``, ``"rmsprop"`` or a ready ``torch.optim.Optimizer`` over ``model``'s parameters.
         loss_fn: per-sample loss ``(logits, y) -> (b,)``; default cross-entropy, ``reduction="none"``.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
         seed: seeds the batch draws (a dedicated ``torch.Generator``); the model's initialisation

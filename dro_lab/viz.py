@@ -35,6 +35,10 @@ __all__ = [
     "age_survival",
     "age_figure",
     "mc_error_figure",
+    "is_mixture",
+    "is_estimator_stats",
+    "is_variance_figure",
+    "is_cost_figure",
 ]
 
 # One colour per method across the course (ERM blue and DRO red, as in Fidon et al.'s figures).
@@ -520,4 +524,137 @@ def mc_error_figure(ms: Sequence[int], errors: Mapping[str, Sequence[float]], *,
     fig.update_layout(**_LAYOUT, title=title or "Monte-Carlo estimate of the DRO gradient",
                       xaxis_title="number of batches M", yaxis_title="relative error ‖ĝ_M − ∇R‖ / ‖∇R‖",
                       xaxis_type="log", yaxis_type="log", legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+# --------------------------------------------------------------------------- importance sampling (lesson 03)
+
+
+def is_mixture(grad_norms, alpha: float) -> np.ndarray:
+    r"""The uniform-mixing family :math:`p^{(\alpha)}=(1-\alpha)u+\alpha\,p^{GN}`, :math:`p^{GN}=g/\sum_jg_j`.
+
+    ``alpha`` ∈ [0, 1] is the uniform-mixing α of the course glossary (0 uniform, ½ the paper's
+    :math:`p^{1/2}`, 1 the optimal :math:`p^{GN}`). All-zero norms give the uniform distribution.
+    """
+    g = np.asarray(_np(grad_norms), dtype=np.float64).reshape(-1)
+    if g.size == 0 or np.any(~np.isfinite(g)) or np.any(g < 0):
+        raise ValueError("grad_norms must be a non-empty vector of finite, non-negative numbers")
+    if not (0.0 <= float(alpha) <= 1.0):
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    n = g.size
+    p_gn = g / g.sum() if g.sum() > 0 else np.full(n, 1.0 / n)
+    return (1.0 - float(alpha)) / n + float(alpha) * p_gn
+
+
+def is_estimator_stats(gram, p, *, weight_exponent: float = 1.0, batch_size: int = 1) -> dict[str, float]:
+    r"""Exact moments of the importance-sampled gradient estimate, from the Gram matrix of per-sample gradients.
+
+    With :math:`K_{ij}=\nabla\ell_i^T\nabla\ell_j` (``gram``, N × N), draws :math:`i_1..i_B` i.i.d. from ``p``
+    and weights :math:`w_i=(1/(Np_i))^{e}` (``e = weight_exponent``; 1 is unbiased), the estimate
+    :math:`\hat G=\frac1B\sum_b w_{i_b}\nabla\ell_{i_b}` of :math:`\nabla L=\frac1N\sum_i\nabla\ell_i` has
+
+    * ``second_moment`` :math:`\mathbb E_p\|w_i\nabla\ell_i\|^2=\sum_ip_iw_i^2K_{ii}` (one draw; = H(p)/N² at e = 1),
+    * ``variance`` :math:`\mathrm{tr\,Var}[\hat G]=(\text{second\_moment}-\|\mathbb E\hat G\|^2)/B`,
+    * ``bias_sq`` :math:`\|\mathbb E\hat G-\nabla L\|^2` (0 at e = 1), ``mse`` = variance + bias_sq,
+    * ``full_grad_sq`` :math:`\|\nabla L\|^2`.
+
+    Computed in float64 by exact enumeration over the N items (no sampling).
+    """
+    K = np.asarray(_np(gram), dtype=np.float64)
+    p = np.asarray(_np(p), dtype=np.float64).reshape(-1)
+    n = p.size
+    if K.shape != (n, n):
+        raise ValueError(f"gram must be (N, N) with N = len(p) = {n}, got shape {K.shape}")
+    if np.any(p <= 0) or abs(p.sum() - 1) > 1e-6:
+        raise ValueError("p must be a probability vector with every p_i > 0")
+    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer ≥ 1, got {batch_size!r}")
+    e = float(weight_exponent)
+    w = (1.0 / (n * p)) ** e
+    a = p * w                                    # E Ĝ = Σ a_i ∇ℓ_i
+    second = float(np.sum(p * w ** 2 * np.diag(K)))
+    mean_sq = float(a @ K @ a)
+    d = a - 1.0 / n
+    bias_sq = max(float(d @ K @ d), 0.0)
+    var = max(second - mean_sq, 0.0) / batch_size
+    u = np.full(n, 1.0 / n)
+    return {"second_moment": second, "variance": var, "bias_sq": bias_sq, "mse": var + bias_sq,
+            "full_grad_sq": float(u @ K @ u)}
+
+
+def is_variance_figure(gram, *, alpha: float = 0.5, weight_exponent: float = 1.0, batch_size: int = 1,
+                       alphas: Sequence[float] | None = None, title: str | None = None) -> go.Figure:
+    r"""The interactive figure of lesson 03: the IS gradient estimate's error and ρ along the α-mixture.
+
+    Left: the exact trace of the variance, the squared bias and their sum (MSE) of the
+    importance-sampled mini-batch gradient (:func:`is_estimator_stats`) for
+    :math:`p^{(\alpha)}=(1-\alpha)u+\alpha p^{GN}` as α runs over ``alphas``, with the chosen ``alpha``
+    marked and the uniform value dashed. Right: the efficiency score ρ of
+    :func:`dro_lab.sampling_quality` along α (it depends on p only, not on the weight exponent).
+    The norms :math:`g_i=\sqrt{K_{ii}}` come from the Gram matrix ``gram``.
+    """
+    from .pergrad import sampling_quality
+
+    K = np.asarray(_np(gram), dtype=np.float64)
+    g = np.sqrt(np.clip(np.diag(K), 0, None))
+    grid = np.linspace(0.0, 1.0, 51) if alphas is None else np.asarray(alphas, dtype=float)
+    if float(alpha) == 1.0 and np.any(g == 0):
+        raise ValueError("alpha = 1 puts zero probability on an item with a zero gradient; use alpha < 1")
+    grid = grid[(grid < 1) | np.all(g > 0)]
+    stats = [is_estimator_stats(K, is_mixture(g, a), weight_exponent=weight_exponent, batch_size=batch_size)
+             for a in grid]
+    here = is_estimator_stats(K, is_mixture(g, alpha), weight_exponent=weight_exponent, batch_size=batch_size)
+    uni = is_estimator_stats(K, np.full(len(g), 1.0 / len(g)), weight_exponent=weight_exponent,
+                             batch_size=batch_size)
+    rho = np.array([sampling_quality(torch.as_tensor(is_mixture(g, a)), torch.as_tensor(g)).rho for a in grid])
+    rho_here = sampling_quality(torch.as_tensor(is_mixture(g, alpha)), torch.as_tensor(g)).rho
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=(f"error of the gradient estimate (batch {batch_size})",
+                                        "efficiency ρ (1 = optimal, 0 = uniform)"))
+    for key, color, dash in (("variance", PALETTE[0], None), ("bias_sq", PALETTE[1], "dot"),
+                             ("mse", PALETTE[2], "dash")):
+        fig.add_trace(go.Scatter(x=grid, y=[s[key] for s in stats], name={"variance": "tr Var",
+                      "bias_sq": "bias²", "mse": "MSE = tr Var + bias²"}[key], mode="lines",
+                                 line=dict(color=color, dash=dash, width=2)), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[alpha], y=[here["mse"]], mode="markers", name=f"α = {alpha:.2f}",
+                             marker=dict(size=11, color="black")), row=1, col=1)
+    fig.add_hline(y=uni["mse"], line=dict(color="grey", dash="dash"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=grid, y=rho, name="ρ(p^(α))", mode="lines", line=dict(color=PALETTE[3], width=2)),
+                  row=1, col=2)
+    fig.add_trace(go.Scatter(x=[alpha], y=[rho_here], mode="markers", showlegend=False,
+                             marker=dict(size=11, color="black")), row=1, col=2)
+    fig.update_xaxes(title_text="α (uniform mixing): p = (1−α)·u + α·p^GN", range=[0, 1])
+    fig.update_yaxes(type="log", row=1, col=1)
+    ratio = here["mse"] / uni["mse"] if uni["mse"] > 0 else float("nan")
+    layout = dict(_LAYOUT)
+    layout["height"] = 420
+    fig.update_layout(**layout, legend=dict(orientation="h", y=-0.22), title=title or (
+        f"α = {alpha:.2f}, weight exponent e = {weight_exponent:.2f}: MSE {ratio:.3f}× uniform, ρ = {rho_here:.3f}"))
+    return fig
+
+
+def is_cost_figure(seconds: Mapping[str, Mapping[str, Sequence[float]]], *,
+                   paper: Mapping[str, Mapping[str, float]] | None = None, title: str | None = None) -> go.Figure:
+    """Wall-clock seconds per run (Table 1 analogue): bars per optimizer × scheme, error bars = sample std.
+
+    ``seconds`` maps scheme → optimizer → per-run seconds; ``paper`` (optional) scheme → optimizer →
+    the paper's mean, drawn as hollow diamonds on a second axis (the paper's laptop is slower).
+    """
+    fig = make_subplots(specs=[[{"secondary_y": paper is not None}]])
+    for k, (scheme, by_opt) in enumerate(seconds.items()):
+        opts = list(by_opt)
+        vals = [np.asarray(by_opt[o], dtype=float) for o in opts]
+        fig.add_trace(go.Bar(x=opts, y=[v.mean() for v in vals], name=f"{scheme} (ours)",
+                             marker_color=PALETTE[k % len(PALETTE)],
+                             error_y=dict(type="data", array=[v.std(ddof=1) if v.size > 1 else 0 for v in vals])),
+                      secondary_y=False)
+        if paper is not None and scheme in paper:
+            po = [o for o in opts if o in paper[scheme]]
+            fig.add_trace(go.Scatter(x=po, y=[paper[scheme][o] for o in po], mode="markers", name=f"{scheme} (paper)",
+                                     marker=dict(symbol="diamond-open", size=12, color=PALETTE[k % len(PALETTE)])),
+                          secondary_y=True)
+    fig.update_layout(**_LAYOUT, barmode="group", title=title or "Seconds per run", legend=dict(orientation="h", y=-0.2))
+    fig.update_yaxes(title_text="seconds per run (ours)", secondary_y=False)
+    if paper is not None:
+        fig.update_yaxes(title_text="seconds per run (paper, 2017 laptop)", secondary_y=True, rangemode="tozero")
     return fig

@@ -15,7 +15,7 @@ import ipywidgets as W
 from IPython.display import display
 
 __all__ = ["beta_slider", "radius_slider", "cvar_alpha_slider", "divergence_toggle", "panel", "run_panel",
-           "weights_panel", "hws_panel"]
+           "weights_panel", "hws_panel", "is_alpha_slider", "weight_exponent_slider", "is_variance_panel"]
 
 _STYLE = {"description_width": "initial"}
 _WIDE = W.Layout(width="360px")
@@ -115,5 +115,39 @@ def hws_panel(losses, labels, *, minority: int | None = None, batch_size: int | 
     box = panel(fig, controls, title="Hardness-weighted sampling over the loss history")
     note = W.HTML("<small>β scales differ: χ² at 2β ≈ KL at β (to first order).<br>"
                   "β → 0 is uniform sampling (ERM).</small>")
+    box.children[0].children = box.children[0].children + (note,)
+    return box
+
+
+def is_alpha_slider(value: float = 0.5, *, description: str = "α (uniform mixing)",
+                    continuous_update: bool = True) -> W.FloatSlider:
+    """The importance-sampling mixing α ∈ [0, 1]: p = (1 − α)·u + α·p^GN (0 uniform, ½ the paper's p^½, 1 p^GN)."""
+    return W.FloatSlider(value=value, min=0.0, max=1.0, step=0.01, description=description, style=_STYLE,
+                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
+def weight_exponent_slider(value: float = 1.0, *, description: str = "weight exponent e (w = (1/(N·p))^e)",
+                           continuous_update: bool = True) -> W.FloatSlider:
+    """The importance-weight exponent e ∈ [0, 1] (1 unbiased, 0 "forgotten weights"); not DRO's β."""
+    return W.FloatSlider(value=value, min=0.0, max=1.0, step=0.01, description=description, style=_STYLE,
+                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
+def is_variance_panel(gram, *, alpha: float = 0.5, weight_exponent: float = 1.0, batch_size: int = 1) -> W.Box:
+    """The lesson-03 panel: α (uniform mixing) and the weight exponent move :func:`dro_lab.viz.is_variance_figure`.
+
+    ``gram`` is the Gram matrix of the per-sample gradients (N × N); everything is exact and cheap,
+    so the figure redraws live.
+    """
+    from . import viz
+
+    def fig(alpha, weight_exponent):
+        return viz.is_variance_figure(gram, alpha=alpha, weight_exponent=weight_exponent, batch_size=batch_size)
+
+    controls = {"alpha": is_alpha_slider(alpha), "weight_exponent": weight_exponent_slider(weight_exponent)}
+    box = panel(fig, controls, title="Importance-sampled gradient: error and ρ")
+    note = W.HTML("<small>α = 0 is uniform sampling, α = 1 is p<sup>GN</sup>.<br>"
+                  "Weight exponent 1 is unbiased; 0 forgets the weights (biased).<br>"
+                  "Neither is DRO's β or Adam's β.</small>")
     box.children[0].children = box.children[0].children + (note,)
     return box

@@ -178,7 +178,7 @@ def test_observe_receives_each_batch_indices_and_detached_losses():
         ({"epochs": 0}, "epochs"),
         ({"batch_size": 0}, "batch_size"),
         ({"lr": -1.0}, "lr"),
-        ({"optimizer": "rmsprop"}, "optimizer"),
+        ({"optimizer": "lbfgs"}, "optimizer"),
         ({"device": "tpu"}, "device"),
         ({"loss_fn": lambda out, y: F.cross_entropy(out, y)}, "one loss per sample"),
     ],
