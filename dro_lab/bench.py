@@ -480,7 +480,6 @@ def bench_hws_draw(sizes, *, batch_size: int = 128, beta: float = 10.0, device: 
                "baseline_state_bytes": history0.element_size() * n}
         if device.type == "cuda":
             row["cuda_peak_bytes"] = torch.cuda.max_memory_allocated(device) - before
-        del sampler, it
         predicted = None if last is None else last[1] * n / last[0]
         if n < b:
             row["baseline_skipped"] = f"n < b: cannot draw {b} distinct indices"
