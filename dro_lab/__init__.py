@@ -30,6 +30,11 @@ _EXPORTS = {
     "clone_model": "train", "HardnessWeightedStrategy": "train", "OHEMStrategy": "train",
     "ImportanceSamplingStrategy": "train",
     "evaluate": "metrics", "accuracy_report": "metrics", "dataset_losses": "metrics",
+    # group DRO (optim.py, group_dro.py) and adversarial examples (adversarial.py)
+    "ALSO": "optim", "OptimisticMirrorProx": "optim", "DRAGO": "optim", "kl_prox_step": "optim",
+    "simplex_projection": "optim", "bilinear_game_path": "optim",
+    "GroupDROStrategy": "group_dro", "TransformGroupsStrategy": "group_dro", "CompressedWorkersStrategy": "group_dro",
+    "fgsm_attack": "adversarial",
     # samplers (samplers.py)
     "HardnessWeightedSampler": "samplers", "ImportanceSampler": "samplers",
     # per-sample gradients and sampling quality (pergrad.py)

@@ -87,6 +87,8 @@ class Strategy:
     * :meth:`batches` — the index batches of one epoch; drawn lazily, one at a time.
     * :meth:`reduce` — per-sample losses (shape ``(b,)``) → the scalar to back-propagate.
     * :meth:`observe` — after the step, the batch's indices and detached losses (for samplers).
+    * :meth:`make_optimizer`, :meth:`transform`, :meth:`backward` — for methods that own the
+      optimizer (ALSO), change the inputs (attacks) or the gradient (compressed workers).
     * :meth:`epoch_stats` — extra numbers for the epoch's :class:`History` record.
     * :meth:`state_dict` / :meth:`load_state_dict` — everything needed to resume.
     """
@@ -109,6 +111,19 @@ class Strategy:
 
     def observe(self, indices: Tensor, losses: Tensor) -> None:
         pass
+
+    def make_optimizer(self, params, *, lr: float, weight_decay: float, momentum: float) -> torch.optim.Optimizer | None:
+        """An optimizer this strategy needs (group-DRO methods own π), or ``None`` for ``fit``'s ``optimizer``."""
+        return None
+
+    def transform(self, x: Tensor, y: Tensor, *, indices: Tensor, groups: Tensor | None,
+                  model: torch.nn.Module) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Change the batch before the forward pass (input transformations, attacks); may set the groups."""
+        return x, y, groups
+
+    def backward(self, objective: Tensor, *, losses: Tensor, groups: Tensor | None) -> None:
+        """Put the gradient in ``.grad`` (default: ``objective.backward()``; compressed workers do more)."""
+        objective.backward()
 
     def epoch_stats(self) -> dict:
         return {}
@@ -411,9 +426,11 @@ def _make_optimizer(name: str, params, lr: float, momentum: float, weight_decay:
         return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     if name == "rmsprop":
         return torch.optim.RMSprop(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    raise ValueError(f"optimizer must be 'sgd', 'adam', 'rmsprop' or a torch.optim.Optimizer, got {name!r}")
+    raise ValueError(f"optimizer must be 'sgd', 'adam', 'adamw', 'rmsprop' or a torch.optim.Optimizer, got {name!r}")
 
 
 def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test=None, epochs: int = 10,
@@ -429,7 +446,9 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         strategy: how batches are drawn and reduced (default :class:`ERM`). Used in place: it keeps
             its state after training, so a sampler can be inspected (or resumed) afterwards.
         epochs, batch_size, lr, momentum, weight_decay: the usual; ``optimizer`` is ``"sgd"``,
-            ``"adam"``, ``"rmsprop"`` or a ready ``torch.optim.Optimizer`` over ``model``'s parameters.
+            ``"adam"``, ``"adamw"``, ``"rmsprop"`` or a ready ``torch.optim.Optimizer`` over ``model``'s
+            parameters. A strategy that owns its optimizer (:class:`dro_lab.GroupDROStrategy`) builds
+            it from ``lr`` and ``weight_decay`` instead.
         loss_fn: per-sample loss ``(logits, y) -> (b,)``; default cross-entropy, ``reduction="none"``.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
         seed: seeds the batch draws (a dedicated ``torch.Generator``); the model's initialisation
@@ -460,11 +479,13 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
     dev = resolve_device(device)
     model.to(dev)
     loss_fn = loss_fn or per_sample_cross_entropy
-    opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
-        optimizer, model.parameters(), lr, momentum, weight_decay)
     generator = make_generator(seed)
     strategy.setup(n, device=dev, generator=generator, batch_size=batch_size, model=model, train=train,
                    loss_fn=loss_fn)
+    opt = strategy.make_optimizer(model.parameters(), lr=lr, weight_decay=weight_decay, momentum=momentum)
+    if opt is None:
+        opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
+            optimizer, model.parameters(), lr, momentum, weight_decay)
     history = History(strategy=strategy.describe(), seed=seed, device=str(dev))
 
     epoch_iter = range(1, epochs + 1)
@@ -484,13 +505,26 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         for idx in strategy.batches(epoch, batch_size):
             x, y, index, groups = fetch_batch(train, idx)
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-            losses = loss_fn(model(x), y)
-            if losses.dim() != 1 or losses.shape[0] != y.shape[0]:
-                raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), got {tuple(losses.shape)}")
-            objective = strategy.reduce(losses, indices=index, groups=groups.to(dev) if groups is not None else None)
-            opt.zero_grad(set_to_none=True)
-            objective.backward()
-            opt.step()
+            groups = groups.to(dev) if groups is not None else None
+            x, y, groups = strategy.transform(x, y, indices=index, groups=groups, model=model)
+            last: list = []
+
+            def closure():  # forward, reduce, backward; optimizers that extrapolate (ALSO "popov") call it themselves
+                opt.zero_grad(set_to_none=True)
+                out = loss_fn(model(x), y)
+                if out.dim() != 1 or out.shape[0] != y.shape[0]:
+                    raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), got {tuple(out.shape)}")
+                obj = strategy.reduce(out, indices=index, groups=groups)
+                strategy.backward(obj, losses=out, groups=groups)
+                last[:] = [out, obj]
+                return obj
+
+            if getattr(opt, "needs_closure", False):
+                opt.step(closure)
+            else:
+                closure()
+                opt.step()
+            losses, objective = last
             detached = losses.detach()
             strategy.observe(index, detached)
             loss_sum += detached.sum()
