@@ -35,6 +35,10 @@ _EXPORTS = {
     "simplex_projection": "optim", "bilinear_game_path": "optim",
     "GroupDROStrategy": "group_dro", "TransformGroupsStrategy": "group_dro", "CompressedWorkersStrategy": "group_dro",
     "fgsm_attack": "adversarial",
+    # the ALSO paper's baselines as strategies (baselines.py)
+    "UpsamplingStrategy": "baselines", "StaticWeightsStrategy": "baselines", "SpectralRiskStrategy": "baselines",
+    "FastDROStrategy": "baselines", "RecoverStrategy": "baselines", "OnlineGroupDROStrategy": "baselines",
+    "class_balanced_weights": "baselines", "spectral_risk_weights": "baselines", "extremile_spectrum": "baselines",
     # samplers (samplers.py)
     "HardnessWeightedSampler": "samplers", "ImportanceSampler": "samplers",
     # per-sample gradients and sampling quality (pergrad.py)

@@ -658,3 +658,315 @@ def is_cost_figure(seconds: Mapping[str, Mapping[str, Sequence[float]]], *,
     if paper is not None:
         fig.update_yaxes(title_text="seconds per run (paper, 2017 laptop)", secondary_y=True, rangemode="tozero")
     return fig
+
+
+# --------------------------------------------------------------------------- lesson 04: group DRO (Mirror-Prox, ALSO)
+# Names the lesson-04 notebook calls. ``tradeoff_figure`` is lesson 01's (rows over a knob); the
+# average-vs-worst scatter of lesson 04 is ``method_tradeoff_figure``.
+
+__all__ += ["bilinear_traces", "bilinear_figure", "kl_to_prior", "pi_star", "pi_star_figure", "pi_star_bar_figure",
+            "pi_trajectory_figure", "method_sweep_figure", "method_tradeoff_figure"]
+
+_MAX_FRAMES = 60
+
+
+def _path_array(path, name: str) -> np.ndarray:
+    p = _np(path)
+    if p.ndim != 2 or p.shape[1] != 2 or p.shape[0] < 1:
+        raise ValueError(f"paths[{name!r}] must be an array (T, 2) of (x, y) iterates, got shape {p.shape}")
+    return p
+
+
+def _bilinear_extent(arrays: Mapping[str, np.ndarray]) -> float:
+    """Half-width of the square view: 1.5 × the extent of the paths that do not grow (‖z_T‖ ≤ ‖z_0‖, finite)."""
+    calm = [p for p in arrays.values()
+            if np.isfinite(p).all() and np.linalg.norm(p[-1]) <= np.linalg.norm(p[0]) * (1 + 1e-9)]
+    pts = np.concatenate(calm) if calm else np.stack([p[0] for p in arrays.values()])
+    ext = float(np.abs(pts[np.isfinite(pts)]).max(initial=0.0))
+    return 1.5 * (ext if ext > 0 else 1.0)
+
+
+def _in_view(p: np.ndarray, extent: float) -> np.ndarray:
+    """The path up to and including the first iterate past 10× the view (keeps the JSON finite and small)."""
+    out = np.flatnonzero(~(np.abs(p) <= 10 * extent).all(1))
+    return p if out.size == 0 else p[: out[0] + 1]
+
+
+def bilinear_traces(paths: Mapping[str, object]) -> tuple[list[go.Scatter], float]:
+    r"""The traces of :func:`bilinear_figure` and the half-width of its square view.
+
+    One line per path (legend name with the final distance :math:`\|z_T\|` to the saddle), a
+    marker on each path's last iterate, then the start and the saddle (0, 0). The widget panel
+    redraws these in place.
+    """
+    if not paths:
+        raise ValueError("paths must map at least one name to a (T, 2) path")
+    arrays = {name: _path_array(p, name) for name, p in paths.items()}
+    extent = _bilinear_extent(arrays)
+    traces: list[go.Scatter] = []
+    for k, (name, p) in enumerate(arrays.items()):
+        color = PALETTE[k % len(PALETTE)]
+        final = float(np.linalg.norm(p[-1]))
+        shown = _in_view(p, extent)
+        traces.append(go.Scatter(x=shown[:, 0], y=shown[:, 1], mode="lines", name=f"{name}: ‖z_T‖ = {final:.3g}",
+                                 legendgroup=name, line=dict(color=color, width=2)))
+        traces.append(go.Scatter(x=shown[-1:, 0], y=shown[-1:, 1], mode="markers", name=f"{name}: z_T",
+                                 legendgroup=name, showlegend=False, marker=dict(color=color, size=9)))
+    starts = np.stack([p[0] for p in arrays.values()])
+    traces.append(go.Scatter(x=starts[:, 0], y=starts[:, 1], mode="markers", name="start z₀",
+                             marker=dict(symbol="circle-open", size=13, color="black", line=dict(width=2))))
+    traces.append(go.Scatter(x=[0.0], y=[0.0], mode="markers", name="saddle (0, 0)",
+                             marker=dict(symbol="x", size=12, color="black")))
+    return traces, extent
+
+
+def _frame_steps(lengths: Sequence[int], max_frames: int = _MAX_FRAMES) -> np.ndarray:
+    """At most ``max_frames`` step indices from 0 to the longest path's last step, both ends included."""
+    last = max(lengths) - 1
+    return np.unique(np.linspace(0, last, min(last + 1, max_frames)).round().astype(int))
+
+
+def _animate_bilinear(fig: go.Figure, arrays: Mapping[str, np.ndarray], extent: float) -> None:
+    """Frames moving each path's trail and current iterate; play/pause buttons and a step slider."""
+    steps = _frame_steps([len(p) for p in arrays.values()])
+    moving = list(range(2 * len(arrays)))
+    frames = []
+    for s in steps:
+        data = []
+        for p in arrays.values():
+            trail = _in_view(p[: min(s, len(p) - 1) + 1], extent)
+            data += [go.Scatter(x=trail[:, 0], y=trail[:, 1]), go.Scatter(x=trail[-1:, 0], y=trail[-1:, 1])]
+        frames.append(go.Frame(data=data, traces=moving, name=str(int(s))))
+    fig.frames = frames
+    still = {"mode": "immediate", "frame": {"duration": 0, "redraw": False}, "transition": {"duration": 0}}
+    fig.update_layout(
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.14, xanchor="left", yanchor="top",
+                          showactive=False, buttons=[
+                              dict(label="▶ play", method="animate",
+                                   args=[None, {"frame": {"duration": 80, "redraw": False}, "fromcurrent": True,
+                                                "transition": {"duration": 0}}]),
+                              dict(label="❚❚ pause", method="animate", args=[[None], still])])],
+        sliders=[dict(active=len(frames) - 1, x=0.2, len=0.8, y=-0.1, yanchor="top",
+                      currentvalue=dict(prefix="step t = "),
+                      steps=[dict(label=f.name, method="animate", args=[[f.name], still]) for f in frames])])
+
+
+def bilinear_figure(paths: Mapping[str, object], *, animate: bool = False, title: str | None = None) -> go.Figure:
+    r"""Iterates of descent–ascent on :math:`\min_x\max_y xy` in the (x, y) plane, saddle and start marked.
+
+    ``paths`` maps a label (e.g. ``"α = 0"``) to a ``(T, 2)`` path, as returned by
+    :func:`dro_lab.optim.bilinear_game_path`. The square view is 1.5 × the extent of the paths that
+    do not grow, so a diverging path leaves the frame instead of squashing the picture; its
+    legend entry gives the final distance :math:`\|z_T\|`. ``animate=True`` adds plotly frames
+    (at most 60, sub-sampled) with play/pause buttons and a step slider; the still figure shows
+    the whole paths.
+    """
+    traces, extent = bilinear_traces(paths)
+    fig = go.Figure(data=traces)
+    if animate:
+        _animate_bilinear(fig, {name: _path_array(p, name) for name, p in paths.items()}, extent)
+    layout = dict(_LAYOUT)
+    layout.update(height=480, margin=dict(l=60, r=20, t=50, b=110 if animate else 50))
+    fig.update_layout(**layout, title=title or "Descent–ascent on min_x max_y xy",
+                      legend=dict(x=1.02, y=1, xanchor="left", yanchor="top"))
+    fig.update_xaxes(title_text="x (minimising player)", range=[-extent, extent], zeroline=True)
+    fig.update_yaxes(title_text="y (maximising player)", range=[-extent, extent], zeroline=True,
+                     scaleanchor="x", scaleratio=1)
+    return fig
+
+
+def _group_prior(prior, c: int) -> torch.Tensor:
+    """The prior π̂ as a float64 probability vector of length ``c`` (uniform for ``None``)."""
+    if prior is None:
+        return torch.full((c,), 1.0 / c, dtype=torch.float64)
+    p = torch.as_tensor(_np(prior)).reshape(-1)
+    if p.numel() != c:
+        raise ValueError(f"prior must have one weight per group ({c}), got {p.numel()}")
+    return p / p.sum()
+
+
+def kl_to_prior(pi, prior=None) -> float:
+    r""":math:`\mathrm{KL}(\pi\|\hat\pi)` of one weight vector (the radius r reached), via
+    :func:`dro_lab.divergence_value`; ``prior`` ``None`` is uniform."""
+    from .robust import divergence_value
+
+    q = torch.as_tensor(_np(pi)).reshape(-1)
+    return float(divergence_value(q / q.sum(), _group_prior(prior, q.numel()), "kl"))
+
+
+def pi_star(group_losses, prior=None, *, beta: float) -> tuple[np.ndarray, float]:
+    r"""The inner maximiser :math:`\pi^\star\propto\hat\pi\,e^{\beta L_j}` (β = 1/τ) and the radius
+    :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)` it reaches, via :func:`dro_lab.worst_case_weights` and
+    :func:`kl_to_prior`. ``prior`` ``None`` is uniform."""
+    losses = torch.as_tensor(_np(group_losses)).reshape(-1)
+    p = _group_prior(prior, losses.numel())
+    q = worst_case_weights(losses, divergence="kl", beta=float(beta), prior=p)
+    return q.numpy(), kl_to_prior(q, p)
+
+
+def _group_names(c: int, labels: Sequence | None) -> list[str]:
+    if labels is None:
+        return [f"group {j}" for j in range(c)]
+    labels = [str(s) for s in labels]
+    if len(labels) != c:
+        raise ValueError(f"labels must name the {c} groups, got {len(labels)}")
+    return labels
+
+
+def pi_star_figure(group_losses, prior=None, betas: Sequence[float] | None = None, *,
+                   labels: Sequence | None = None, title: str | None = None) -> go.Figure:
+    r"""π*_j(β) ∝ π̂_j exp(β L_j) for each group against β = 1/τ (log axis); KL(π*‖π̂) on the right axis.
+
+    β → 0 leaves π at the prior π̂; β → ∞ puts all mass on the worst group. The dotted line is
+    the radius :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)` the penalised problem reaches (it tends to
+    :math:`-\log\hat\pi_{j^\star}`). ``betas`` default: 61 points from 10⁻² to 10³.
+    """
+    betas = np.logspace(-2, 3, 61) if betas is None else np.asarray(list(betas), dtype=float)
+    if betas.size == 0 or np.any(~(betas > 0)) or np.any(~np.isfinite(betas)):
+        raise ValueError("betas must be finite positive numbers (a log axis; β = 0 is the prior itself)")
+    losses = _np(group_losses).reshape(-1)
+    solved = [pi_star(losses, prior, beta=b) for b in betas]
+    pis = np.stack([s[0] for s in solved])
+    kls = np.array([s[1] for s in solved])
+    names = _group_names(losses.size, labels)
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for j, name in enumerate(names):
+        fig.add_trace(go.Scatter(x=betas, y=pis[:, j], mode="lines", name=f"π*: {name} (L = {losses[j]:.3g})",
+                                 line=dict(color=PALETTE[j % len(PALETTE)], width=2)), secondary_y=False)
+    fig.add_trace(go.Scatter(x=betas, y=kls, mode="lines", name="r = KL(π*‖π̂)",
+                             line=dict(color="black", dash="dot", width=2)), secondary_y=True)
+    fig.update_layout(**_LAYOUT, title=title or "Worst-case group weights π*(β), β = 1/τ",
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(type="log", title_text="β = 1/τ (robustness)")
+    fig.update_yaxes(title_text="π*_j", range=[0, 1.02], secondary_y=False)
+    fig.update_yaxes(title_text="r = KL(π*‖π̂)", rangemode="tozero", showgrid=False, secondary_y=True)
+    return fig
+
+
+def pi_star_bar_figure(group_losses, prior=None, *, beta: float, labels: Sequence | None = None,
+                       title: str | None = None) -> go.Figure:
+    r"""Bars of π*(β) per group beside the prior π̂ (the figure the τ panel redraws); the title reads
+    out β, τ = 1/β and :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)`."""
+    losses = _np(group_losses).reshape(-1)
+    q, r = pi_star(losses, prior, beta=beta)
+    p = _group_prior(prior, losses.size).numpy()
+    names = [f"{n}<br>L = {l:.3g}" for n, l in zip(_group_names(losses.size, labels), losses)]
+    fig = go.Figure()
+    fig.add_bar(x=names, y=p, name="prior π̂", marker_color="#bbbbbb")
+    fig.add_bar(x=names, y=q, name="π*(β)", marker_color=PALETTE[1])
+    fig.update_layout(**_LAYOUT, barmode="group", yaxis_range=[0, 1.02], yaxis_title="weight",
+                      title=title or f"π* at β = {beta:.3g} (τ = {1 / beta:.3g}): r = KL(π*‖π̂) = {r:.3f}",
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def pi_trajectory_figure(pi_history, *, labels: Sequence | None = None, prior=None, kl=None, top: int = 8,
+                         title: str | None = None) -> go.Figure:
+    r"""Group weights π_t over steps, one line per group, dashed at each group's prior weight.
+
+    With more than ``top`` groups the ``top`` groups of largest final weight are drawn and the rest
+    are summed into one "others" line. ``kl`` (one value per step, e.g.
+    ``opt.kl_to_prior()`` recorded along the run) goes on the right axis as
+    :math:`r_t=\mathrm{KL}(\pi_t\|\hat\pi)`.
+    """
+    pi = _np(pi_history)
+    if pi.ndim != 2 or pi.shape[0] < 1:
+        raise ValueError(f"pi_history must be an array (T, c), got shape {pi.shape}")
+    steps, c = pi.shape
+    if not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top must be an integer ≥ 1, got {top!r}")
+    names = _group_names(c, labels)
+    p = None if prior is None else _group_prior(prior, c).numpy()
+    shown = list(range(c)) if c <= top else sorted(np.argsort(-pi[-1], kind="stable")[:top].tolist())
+    rest = [j for j in range(c) if j not in shown]
+    t = np.arange(steps)
+    fig = make_subplots(specs=[[{"secondary_y": kl is not None}]])
+    lines = [(names[j], pi[:, j], None if p is None else p[j]) for j in shown]
+    if rest:
+        lines.append((f"others ({len(rest)} groups)", pi[:, rest].sum(1), None if p is None else p[rest].sum()))
+    for k, (name, y, level) in enumerate(lines):
+        color = "#7f7f7f" if rest and k == len(lines) - 1 else PALETTE[k % len(PALETTE)]
+        fig.add_trace(go.Scatter(x=t, y=y, mode="lines", name=f"π: {name}", legendgroup=name,
+                                 line=dict(color=color, width=2)), secondary_y=False)
+        if level is not None:
+            fig.add_trace(go.Scatter(x=[t[0], t[-1]], y=[level, level], mode="lines", name=f"prior π̂: {name}",
+                                     legendgroup=name, showlegend=False, hoverinfo="name+y",
+                                     line=dict(color=color, dash="dash", width=1)), secondary_y=False)
+    if kl is not None:
+        r = _np(kl).reshape(-1)
+        if r.size != steps:
+            raise ValueError(f"kl must have one value per step ({steps}), got {r.size}")
+        fig.add_trace(go.Scatter(x=t, y=r, mode="lines", name="r_t = KL(π_t‖π̂)",
+                                 line=dict(color="black", dash="dot", width=2)), secondary_y=True)
+        fig.update_yaxes(title_text="r_t = KL(π_t‖π̂)", rangemode="tozero", showgrid=False, secondary_y=True)
+    fig.update_layout(**_LAYOUT, title=title or "Group weights π over training (dashed: prior π̂)",
+                      legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(title_text="step t")
+    fig.update_yaxes(title_text="π_j", rangemode="tozero", secondary_y=False)
+    return fig
+
+
+def method_sweep_figure(x, results: Mapping[str, object], *, x_title: str, y_title: str, log_x: bool = False,
+                        title: str | None = None, paper: Mapping[str, Sequence[float]] | None = None,
+                        colors: Mapping[str, str] | None = None) -> go.Figure:
+    """A metric against a sweep (the ALSO paper's Fig. 1: F1 against the imbalance coefficient).
+
+    ``results`` maps a method to an array ``(n_seeds, len(x))``: a mean line with a ± sample-std
+    band (drawn for ≥ 2 seeds). ``paper`` maps a method to the paper's values at ``x``, drawn as
+    open diamonds in the method's colour.
+    """
+    xs = np.asarray(x, dtype=float).reshape(-1)
+    palette = _method_colors(list(results) + [m for m in (paper or {}) if m not in results], colors)
+    fig = go.Figure()
+    for name, curves in results.items():
+        a = np.asarray(_np(curves), dtype=float)
+        if a.shape[-1] != xs.size:
+            raise ValueError(f"results[{name!r}] must have len(x) = {xs.size} columns, got shape {a.shape}")
+        _add_band_traces(fig, xs, a, name=name, color=palette[name])
+    for name, vals in (paper or {}).items():
+        v = np.asarray(vals, dtype=float).reshape(-1)
+        if v.size != xs.size:
+            raise ValueError(f"paper[{name!r}] must have len(x) = {xs.size} values, got {v.size}")
+        fig.add_trace(go.Scatter(x=xs, y=v, mode="markers", name=f"{name} (paper)", legendgroup=name,
+                                 marker=dict(symbol="diamond-open", size=10, color=palette[name],
+                                             line=dict(width=2))))
+    fig.update_layout(**_LAYOUT, title=title or f"{y_title} against {x_title}", xaxis_title=x_title,
+                      yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig
+
+
+def method_tradeoff_figure(average: Mapping[str, Sequence[float]], worst: Mapping[str, Sequence[float]], *,
+                           title: str | None = None, cost: Mapping[str, float] | None = None,
+                           x_title: str = "average metric", y_title: str = "worst-group metric",
+                           colors: Mapping[str, str] | None = None) -> go.Figure:
+    """Average against worst-group metric, one point per method (mean over seeds, ± sample-std bars both ways).
+
+    ``average`` and ``worst`` map a method to its per-seed values. With ``cost`` (method → seconds
+    per epoch) the marker area grows with the cost and the hover text gives it. Up and to the
+    right is better on both counts.
+    """
+    missing = set(average) ^ set(worst)
+    if missing:
+        raise ValueError(f"average and worst must name the same methods; unmatched: {sorted(missing)}")
+    palette = _method_colors(list(average), colors)
+    top_cost = max((float(v) for v in (cost or {}).values()), default=0.0)
+    fig = go.Figure()
+    for name in average:
+        mx, sx, _ = _mean_std(np.asarray(_np(average[name]), dtype=float).reshape(-1, 1))
+        my, sy, _ = _mean_std(np.asarray(_np(worst[name]), dtype=float).reshape(-1, 1))
+        marker = dict(color=palette[name], size=12, line=dict(width=1, color="black"))
+        hover = f"{name}<br>average {mx[0]:.4g} ± {sx[0]:.2g}<br>worst {my[0]:.4g} ± {sy[0]:.2g}"
+        if cost is not None and name in cost and top_cost > 0:
+            # area ∝ cost: the dearest method is 40 px across, none below 6 px
+            marker.update(size=float(cost[name]), sizemode="area", sizeref=2.0 * top_cost / 40 ** 2, sizemin=6)
+            hover += f"<br>{float(cost[name]):.3g} s / epoch"
+        fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name=name, text=[hover], hoverinfo="text",
+                                 marker=marker,
+                                 error_x=dict(type="data", array=sx, visible=True),
+                                 error_y=dict(type="data", array=sy, visible=True)))
+    fig.update_layout(**_LAYOUT, title=title or "Average vs worst-group (mean ± std over seeds)"
+                      + (" — marker area ∝ cost per epoch" if cost else ""),
+                      xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
+    return fig

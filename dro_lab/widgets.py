@@ -151,3 +151,153 @@ def is_variance_panel(gram, *, alpha: float = 0.5, weight_exponent: float = 1.0,
                   "Neither is DRO's β or Adam's β.</small>")
     box.children[0].children = box.children[0].children + (note,)
     return box
+
+
+# --------------------------------------------------------------------------- lesson 04: group DRO (Mirror-Prox, ALSO)
+# Panels draw into a plotly FigureWidget whose traces are updated in place (no flicker); the figure,
+# sliders and read-out are also attributes of the returned box (``box.figure``, ``box.sliders``,
+# ``box.readout``). Here β is 1/τ of the group-DRO KL penalty and α the optimism of ALSO / Mirror-Prox.
+
+__all__ += ["optimism_slider", "group_beta_slider", "bilinear_panel", "tau_panel", "pi_run_panel"]
+
+
+def optimism_slider(value: float = 1.0, *, description: str = "α (optimism)",
+                    continuous_update: bool = True) -> W.FloatSlider:
+    """ALSO / Mirror-Prox optimism α ∈ [0, 2]: ĝ_t = g_t + α(g_t − g_{t−1}); 0 is plain descent–ascent, 1 Popov."""
+    return W.FloatSlider(value=value, min=0.0, max=2.0, step=0.05, description=description, style=_STYLE,
+                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
+def group_beta_slider(value: float = 10.0, *, description: str = "β = 1/τ (robustness)",
+                      continuous_update: bool = True) -> W.FloatLogSlider:
+    """β = 1/τ of the group-DRO KL penalty, log scale 10⁻² … 10³ (not Adam's β₁/β₂)."""
+    return beta_slider(value, min_exp=-2, max_exp=3, description=description, continuous_update=continuous_update)
+
+
+def _redraw(widget, fig) -> None:
+    """Copy ``fig`` into the FigureWidget ``widget``: traces updated in place when they have the same
+    shape (number, types and set properties: a live redraw, nothing stale left behind), replaced
+    otherwise; the layout follows."""
+    def shape(traces):
+        return [(t.type, sorted(k for k in t.to_plotly_json() if k != "uid")) for t in traces]
+
+    new = list(fig.data)
+    with widget.batch_update():
+        if shape(widget.data) == shape(new):
+            for old, trace in zip(widget.data, new):
+                props = trace.to_plotly_json()
+                props.pop("type", None)
+                props.pop("uid", None)
+                old.update(props, overwrite=True)
+        else:
+            widget.data = []
+            widget.add_traces(new)
+        widget.update_layout(fig.layout.to_plotly_json(), overwrite=True)
+
+
+def _figure_box(title: str, controls: Mapping[str, W.Widget], readout: W.HTML, widget, extra=()) -> W.Box:
+    box = W.HBox([W.VBox([W.HTML(f"<b>{title}</b>")] + list(controls.values()) + [readout] + list(extra)), widget])
+    box.figure, box.sliders, box.readout = widget, dict(controls), readout
+    return box
+
+
+def _live_panel(build: Callable[..., tuple[object, str]], controls: Mapping[str, W.Widget], *,
+                title: str) -> W.Box:
+    """``build(**values) -> (figure, read-out html)``, redrawn in a FigureWidget whenever a control moves."""
+    import plotly.graph_objects as go
+
+    fig, text = build(**{k: w.value for k, w in controls.items()})
+    widget = go.FigureWidget(fig)
+    readout = W.HTML(text)
+
+    def update(_=None):
+        fig, text = build(**{k: w.value for k, w in controls.items()})
+        _redraw(widget, fig)
+        readout.value = text
+
+    for w in controls.values():
+        w.observe(update, names="value")
+    return _figure_box(title, controls, readout, widget)
+
+
+def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> W.Box:
+    r"""Optimism on the bilinear game :math:`\min_x\max_y xy`: plain descent–ascent (α = 0) against the chosen α.
+
+    Sliders "α (optimism)" ∈ [0, 2] and "γ (step size)" ∈ [0.01, 0.5] recompute both paths of
+    :func:`dro_lab.optim.bilinear_game_path` (cheap, so live) and redraw the traces of
+    :func:`dro_lab.viz.bilinear_figure`; the read-out gives the final distances to the saddle.
+    """
+    from . import viz
+    from .optim import bilinear_game_path
+
+    def build(alpha, lr):
+        plain = bilinear_game_path(lr=lr, alpha=0.0, steps=steps)
+        chosen = bilinear_game_path(lr=lr, alpha=alpha, steps=steps)
+        fig = viz.bilinear_figure({"α = 0 (descent–ascent)": plain, f"α = {alpha:.2f}": chosen},
+                                  title=f"{steps} steps of size γ = {lr:.3g} on min_x max_y xy")
+        n_plain, n_chosen = float(plain[-1].norm()), float(chosen[-1].norm())
+        return fig, f"‖z_T‖ = {n_chosen:.3g} (α = 0: {n_plain:.3g})<br><small>‖z₀‖ = {float(plain[0].norm()):.3g}</small>"
+
+    controls = {
+        "alpha": optimism_slider(alpha),
+        "lr": W.FloatSlider(value=lr, min=0.01, max=0.5, step=0.01, description="γ (step size)", style=_STYLE,
+                            layout=_WIDE, readout_format=".2f"),
+    }
+    return _live_panel(build, controls, title="Optimistic descent–ascent on a bilinear game")
+
+
+def tau_panel(group_losses, prior=None, *, beta: float = 10.0, labels=None) -> W.Box:
+    r"""π* ∝ π̂ exp(β L) per group against the prior, as β = 1/τ moves (log slider 10⁻² … 10³).
+
+    Redraws :func:`dro_lab.viz.pi_star_bar_figure`; the read-out gives the radius reached,
+    :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)`, and τ = 1/β.
+    """
+    from . import viz
+
+    def build(beta):
+        _, r = viz.pi_star(group_losses, prior, beta=beta)
+        fig = viz.pi_star_bar_figure(group_losses, prior, beta=beta, labels=labels)
+        return fig, f"r = KL(π*‖π̂) = {r:.4f}, τ = {1.0 / beta:.3g}"
+
+    return _live_panel(build, {"beta": group_beta_slider(beta)}, title="Worst-case group weights π*")
+
+
+def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha: float = 1.0) -> W.Box:
+    """Train behind a Run button and redraw the π trajectory.
+
+    On click, ``simulate(beta=β, alpha=α)`` runs with the slider values (β = 1/τ, α the optimism) and
+    returns a dict with ``"pi"`` (T, c), optional ``"kl"`` (T,), ``"labels"`` and ``"prior"``;
+    :func:`dro_lab.viz.pi_trajectory_figure` is redrawn in place and the read-out gives the final
+    :math:`r = \\mathrm{KL}(\\pi_T\\|\\hat\\pi)` (from ``"kl"``, else computed against the prior,
+    uniform by default). Printed output and errors of ``simulate`` show under the button.
+    """
+    import plotly.graph_objects as go
+
+    from . import viz
+
+    controls = {"beta": group_beta_slider(beta, description="β = 1/τ"), "alpha": optimism_slider(alpha)}
+    widget = go.FigureWidget(layout=dict(template="plotly_white", height=380,
+                                         title="Press Run to train and draw π over the steps"))
+    readout = W.HTML("final r = KL(π_T‖π̂): not run yet")
+    button = W.Button(description="Run", button_style="primary", icon="play")
+    log = W.Output()
+
+    def on_click(_):
+        values = {k: w.value for k, w in controls.items()}
+        button.disabled = True
+        try:
+            with log:
+                log.clear_output(wait=True)
+                result = simulate(**values)
+            kl = result.get("kl")
+            r = float(kl[-1]) if kl is not None else viz.kl_to_prior(result["pi"][-1], result.get("prior"))
+            fig = viz.pi_trajectory_figure(result["pi"], labels=result.get("labels"), prior=result.get("prior"),
+                                           kl=kl, title=f"π over training, β = {values['beta']:.3g} "
+                                                        f"(τ = {1 / values['beta']:.3g}), α = {values['alpha']:.2f}")
+            _redraw(widget, fig)
+            readout.value = f"final r = KL(π_T‖π̂) = {r:.4f}"
+        finally:
+            button.disabled = False
+
+    button.on_click(on_click)
+    return _figure_box("π over training (ALSO / Mirror-Prox)", controls, readout, widget, extra=(button, log))
