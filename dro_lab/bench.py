@@ -56,10 +56,10 @@ from .utils import resolve_device
 
 __all__ = ["main", "bench_weights", "bench_hws_step", "bench_hws_draw", "machine_info", "scipy_worst_case",
            "scipy_dual_worst_case", "official_probabilities", "official_draw", "official_update", "BENCHMARKS",
-           "bench_pergrad", "bench_is_run", "loop_grad_norms"]
+           "bench_pergrad", "bench_is_run", "loop_grad_norms", "bench_also_step"]
 
 #: The benchmark sections, in the order ``dro-lab bench`` runs them.
-BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run")
+BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step")
 
 CASES = [
     ("kl", "beta", 10.0),
@@ -743,6 +743,97 @@ def bench_is_run(*, n: int = 100, steps: int = 300, batch_size: int = 5, lr: flo
     return out
 
 
+ALSO_CONFIGS = {"adam": "Adam (mean loss)", "also": "ALSO (optimistic, α = 1)", "also_da": "ALSO (descent–ascent, α = 0)"}
+
+
+def bench_also_step(groups=(10, 10_000, 1_000_000), *, batch_size: int = 128, model: str = "digits_cnn",
+                    steps: int = 50, device: torch.device, budget_s: float = 20.0, seed: int = 0) -> list[dict]:
+    r"""ALSO's step against Adam's for c groups (the paper's App. C.1: "the π update is negligible").
+
+    One model for 1×28×28 inputs (``model`` as in hws-step), a fixed synthetic batch of
+    ``batch_size`` with random group ids in ``[0, c)``, one step = forward, backward, optimizer step.
+    Adam steps the mean loss; ALSO (optimistic, and descent–ascent) steps ``weighted_loss``. The
+    three go round-robin, order rotating (:func:`_paired_times`), ``steps`` rounds or ``budget_s``.
+    ALSO's step is then split into forward+backward (with ``weighted_loss``), the θ update
+    (Adam with optimism) and the π update (scatter-add + softmax prox over c), each timed alone.
+    ``pi_state_bytes``: the O(c) tensors ALSO keeps (log π, log π̂, the previous π-gradient).
+    """
+    from .models import make_model
+    from .optim import ALSO
+
+    if model not in HWS_MODELS:
+        raise ValueError(f"model must be one of {sorted(HWS_MODELS)}, got {model!r}")
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, 1, 28, 28, generator=gen).to(device)
+    y = torch.randint(0, 10, (batch_size,), generator=gen).to(device)
+    torch.manual_seed(seed)
+    init = make_model(model, in_shape=(1, 28, 28), num_classes=10).state_dict()
+    rows = []
+    for c in groups:
+        g = torch.randint(0, c, (batch_size,), generator=gen).to(device)
+        nets, opts = {}, {}
+        for key in ALSO_CONFIGS:
+            nets[key] = make_model(model, in_shape=(1, 28, 28), num_classes=10).to(device)
+            nets[key].load_state_dict(init)
+            nets[key].train()
+            params = nets[key].parameters()
+            opts[key] = (torch.optim.Adam(params, lr=1e-3) if key == "adam" else
+                         ALSO(params, n_groups=c, lr=1e-3, pi_lr=1e-3, tau=1e-2, alpha=1.0 if key == "also" else 0.0))
+
+        def step(key):
+            net, opt = nets[key], opts[key]
+            opt.zero_grad(set_to_none=True)
+            losses = F.cross_entropy(net(x), y, reduction="none")
+            (losses.mean() if key == "adam" else opt.weighted_loss(losses, g)).backward()
+            opt.step()
+
+        times, rounds = _paired_times({k: (lambda k=k: step(k)) for k in ALSO_CONFIGS}, device, steps, budget_s)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        # ALSO's parts, each alone on the same state
+        net, opt = nets["also"], opts["also"]
+        parts = {"fwd_bwd": [], "theta": [], "pi": []}
+        for _ in range(max(3, min(rounds, 20))):
+            _sync(device)
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            opt.weighted_loss(F.cross_entropy(net(x), y, reduction="none"), g).backward()
+            _sync(device)
+            t1 = time.perf_counter()
+            with torch.no_grad():
+                opt._adam(opt._optimistic(opt._grads()))
+            _sync(device)
+            t2 = time.perf_counter()
+            with torch.no_grad():
+                g_pi = opt._take_pi_grad()
+                opt._pi_update(g_pi + opt.alpha * (g_pi - (opt.prev_pi_grad if opt.prev_pi_grad is not None else g_pi)))
+            _sync(device)
+            t3 = time.perf_counter()
+            for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+                parts[k].append(v)
+        rows.append({
+            "groups": c, "batch_size": batch_size, "model": HWS_MODELS[model], "rounds": rounds,
+            **{f"{k}_s": med[k] for k in ALSO_CONFIGS},
+            "also_over_adam": med["also"] / med["adam"],
+            "paired_also_over_adam": _paired_ratio(times["also"], times["adam"]),
+            "also_da_over_adam": med["also_da"] / med["adam"],
+            "paired_also_da_over_adam": _paired_ratio(times["also_da"], times["adam"]),
+            **{f"part_{k}_s": statistics.median(v) for k, v in parts.items()},
+            "pi_state_bytes": 3 * 8 * c,
+        })
+    return rows
+
+
+ALSO_HEAD = ("| groups c | Adam step | ALSO step | ALSO / Adam (paired) | ALSO α=0 / Adam (paired) "
+             "| ALSO: fwd+bwd | θ update | π update | π state |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def format_also_step(r: dict) -> str:
+    return (f"| {r['groups']:,} | {_fmt_t(r['adam_s'])} | {_fmt_t(r['also_s'])} "
+            f"| {r['also_over_adam']:.2f}× ({r['paired_also_over_adam']:.2f}×) "
+            f"| {r['also_da_over_adam']:.2f}× ({r['paired_also_da_over_adam']:.2f}×) | {_fmt_t(r['part_fwd_bwd_s'])} "
+            f"| {_fmt_t(r['part_theta_s'])} | {_fmt_t(r['part_pi_s'])} | {_fmt_bytes(r['pi_state_bytes'])} |")
+
+
 def _fmt_t(s: float | None) -> str:
     """A duration in µs, ms or s (the HWS tables: a sampler step spans µs to s)."""
     if s is None:
@@ -854,10 +945,13 @@ def main(argv=None) -> int:
     ap.add_argument("--is-steps", type=int, default=300, help="is-run: SGD steps per training run")
     ap.add_argument("--is-n", type=int, default=100, help="is-run: training-set size")
     ap.add_argument("--is-runs", type=int, default=3, help="is-run: runs per strategy (median)")
+    ap.add_argument("--also-groups", default="10,1e4,1e6", help="also-step: comma-separated group counts c")
+    ap.add_argument("--also-model", default="digits_cnn", choices=sorted(HWS_MODELS), help="also-step: the model")
+    ap.add_argument("--also-steps", type=int, default=50, help="also-step: timed rounds per group count")
     ap.add_argument("--json", metavar="PATH", help="also write machine-readable results here")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke check: n up to 1e5 and 2 repeats; hws-step at n ≤ 4096 with 20 steps; "
-                    "pergrad at b ≤ 32; is-run with 20 steps and 1 run")
+                    "pergrad at b ≤ 32; is-run with 20 steps and 1 run; also-step with 5 rounds")
     args = ap.parse_args(argv)
     wanted = list(args.what) + ([s.strip() for s in args.only.split(",") if s.strip()] if args.only else [])
     unknown = set(wanted) - set(BENCHMARKS)
@@ -879,17 +973,19 @@ def main(argv=None) -> int:
     sizes, hws_sizes = _sizes(args.sizes), _sizes(args.hws_sizes)
     repeats, hws_n, hws_steps, hws_warmup = args.repeats, args.hws_n, args.hws_steps, args.hws_warmup
     pergrad_batches, is_steps, is_runs = _sizes(args.pergrad_batches), args.is_steps, args.is_runs
+    also_steps = args.also_steps
     if args.quick:
         sizes, repeats = [s for s in sizes if s <= 100_000] or [1000], 2
         hws_sizes = [s for s in hws_sizes if s <= 100_000] or [1000]
         hws_n, hws_steps, hws_warmup = max(min(hws_n, 4096), args.hws_batch), min(hws_steps, 20), min(hws_warmup, 3)
         pergrad_batches = [b for b in pergrad_batches if b <= 32] or [5]
         is_steps, is_runs = min(is_steps, 20), 1
+        also_steps = min(also_steps, 5)
     info = machine_info(device)
     print(f"dro-lab bench on {info['device']} ({info.get('gpu', info['cpu_model'] or info['cpu'])}, "
           f"{info['threads']} threads, torch {info['torch']})")
     out = {"machine": info, "sections": selected, "results": [], "hws_step": None, "hws_draw": [],
-           "pergrad": [], "is_run": None, "seconds": {}}
+           "pergrad": [], "is_run": None, "also_step": [], "seconds": {}}
     t_all = time.perf_counter()
     if "weights" in selected:
         t0 = time.perf_counter()
@@ -945,6 +1041,15 @@ def main(argv=None) -> int:
         print("\n".join(format_is_run(r)), flush=True)
         out["is_run"] = r
         out["seconds"]["is-run"] = time.perf_counter() - t0
+    if "also-step" in selected:
+        t0 = time.perf_counter()
+        print(f"\n## also-step: ALSO vs Adam, one training step ({HWS_MODELS[args.also_model]}, b={args.hws_batch}, "
+              f"median of up to {also_steps} rounds, methods alternating)\n")
+        print(ALSO_HEAD, flush=True)
+        out["also_step"] = bench_also_step(_sizes(args.also_groups), batch_size=args.hws_batch, model=args.also_model,
+                                           steps=also_steps, device=device, budget_s=args.budget)
+        print("\n".join(format_also_step(r) for r in out["also_step"]), flush=True)
+        out["seconds"]["also-step"] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - t_all
     print(f"\n{out['seconds']['total']:.0f} s in all")
     if args.json:

@@ -221,3 +221,19 @@ def test_pergrad_skips_the_loop_past_its_limits():
     assert third["loop_s"] is None and third["loop_skipped"] == "b > 3"
     with pytest.raises(ValueError, match="model must be one of"):
         bench.bench_pergrad([2], models=["wrn16_1"], device=torch.device("cpu"))
+
+
+def test_bench_also_step_section(tmp_path, capsys):
+    out = tmp_path / "also.json"
+    rc = cli_main(["bench", "--only", "also-step", "--quick", "--device", "cpu", "--also-groups", "10,1000",
+                   "--hws-batch", "16", "--json", str(out)])
+    assert rc == 0
+    rows = json.loads(out.read_text())["also_step"]
+    assert [r["groups"] for r in rows] == [10, 1000]
+    for r in rows:
+        assert r["also_over_adam"] == pytest.approx(r["also_s"] / r["adam_s"])
+        assert min(r["part_fwd_bwd_s"], r["part_theta_s"], r["part_pi_s"]) > 0
+        assert r["pi_state_bytes"] == 24 * r["groups"]
+    assert "| groups c | Adam step | ALSO step |" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="model must be one of"):
+        bench.bench_also_step([10], model="mlp", device=torch.device("cpu"))
