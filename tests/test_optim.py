@@ -358,26 +358,33 @@ def test_popov_mode_matches_a_numpy_reimplementation():
 # --------------------------------------------------------------------------- DRAGO (simplified)
 
 
-def test_drago_snapshot_logic_matches_a_loop():
+@pytest.mark.parametrize("pi_lr", [0.0, 0.5])
+def test_drago_snapshot_logic_matches_a_loop(pi_lr):
     rng = np.random.default_rng(8)
-    c, d, freq, lr = 3, 2, 3, 0.1
-    A = [rng.normal(size=(c, d)) for _ in range(7)]  # a different "batch" per step
-    x = np.zeros(d)
-    G0 = G1 = None
+    c, d, freq, lr, tau = 3, 2, 3, 0.1, 0.1
+    A = [rng.normal(size=(c, d)) for _ in range(8)]  # a different "batch" per step
+    x, log_pi = np.zeros(d), np.log(np.full(c, 1 / c))
+    G0 = G1 = L0 = L1 = None
     p = torch.nn.Parameter(torch.zeros(d, dtype=torch.float64))
-    opt = DRAGO([p], n_groups=c, lr=lr, pi_lr=0.0, tau=0.1, freq=freq)  # π frozen: the θ logic alone
+    opt = DRAGO([p], n_groups=c, lr=lr, pi_lr=pi_lr, tau=tau, freq=freq)
     for t, At in enumerate(A):
-        grad = (x[None, :] - At).sum(0) / c  # uniform π, scale c/M = 1 with M = c → weights 1/c
+        pi = np.exp(log_pi)
+        losses = 0.5 * ((x[None, :] - At) ** 2).sum(1)  # scale c/M = 1 with M = c: weights π_j
+        grad = (pi[:, None] * (x[None, :] - At)).sum(0)
         if t % freq == 0:
-            G0 = grad
+            G0, L0 = grad, losses
         else:
             if t % freq == 1:
-                G1 = grad
+                G1, L1 = grad, losses
             x = x - lr * (grad - G1 + G0)
+            if pi_lr:
+                z = (log_pi + pi_lr * tau * np.log(1 / c) + pi_lr * (losses - L1 + L0)) / (1 + pi_lr * tau)
+                log_pi = z - logsumexp(z)
         opt.zero_grad()
         opt.weighted_loss(0.5 * ((p[None, :] - torch.tensor(At)) ** 2).sum(1), torch.arange(c)).backward()
         opt.step()
         assert np.allclose(p.detach().numpy(), x, atol=1e-12), t
+        assert np.allclose(opt.log_pi.numpy(), log_pi, atol=1e-12), t
 
 
 # --------------------------------------------------------------------------- state and errors
