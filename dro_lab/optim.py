@@ -269,6 +269,13 @@ class _GroupDRO(torch.optim.Optimizer):
         self._pending = (groups, (w_pi * detached.to(torch.float64)))
         return (w_theta.to(losses.dtype) * losses).sum()
 
+    @staticmethod
+    def _run_closure(closure):
+        if closure is None:
+            return None
+        with torch.enable_grad():
+            return closure()
+
     def _take_pi_grad(self) -> Tensor:
         if self._pending is None:
             raise RuntimeError(f"{type(self).__name__}.step() needs the batch's losses: call "
@@ -459,10 +466,7 @@ class ALSO(_GroupDRO):
         zero the gradients, call :meth:`weighted_loss` and ``backward()``, and return the loss."""
         if self.mode == "popov":
             return self._popov_step(closure)
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = self._run_closure(closure)
         g_pi = self._take_pi_grad()
         self._adam(self._optimistic(self._grads()))
         if self.alpha and self.mode != "descent-ascent":
@@ -535,10 +539,7 @@ class OptimisticMirrorProx(_GroupDRO):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = self._run_closure(closure)
         g_pi = self._take_pi_grad()
         for group in self.param_groups:
             lr, lam = group["lr"], group["weight_decay"]
@@ -596,10 +597,7 @@ class DRAGO(_GroupDRO):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Tensor] | None = None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = self._run_closure(closure)
         g_pi = self._take_pi_grad()
         phase = self.t % self.freq
         self.t += 1

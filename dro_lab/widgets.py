@@ -119,18 +119,22 @@ def hws_panel(losses, labels, *, minority: int | None = None, batch_size: int | 
     return box
 
 
+def _linear_slider(value: float, lo: float, hi: float, step: float, description: str,
+                   continuous_update: bool) -> W.FloatSlider:
+    return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=description, style=_STYLE,
+                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+
+
 def is_alpha_slider(value: float = 0.5, *, description: str = "α (uniform mixing)",
                     continuous_update: bool = True) -> W.FloatSlider:
     """The importance-sampling mixing α ∈ [0, 1]: p = (1 − α)·u + α·p^GN (0 uniform, ½ the paper's p^½, 1 p^GN)."""
-    return W.FloatSlider(value=value, min=0.0, max=1.0, step=0.01, description=description, style=_STYLE,
-                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+    return _linear_slider(value, 0.0, 1.0, 0.01, description, continuous_update)
 
 
 def weight_exponent_slider(value: float = 1.0, *, description: str = "weight exponent e (w = (1/(N·p))^e)",
                            continuous_update: bool = True) -> W.FloatSlider:
     """The importance-weight exponent e ∈ [0, 1] (1 unbiased, 0 "forgotten weights"); not DRO's β."""
-    return W.FloatSlider(value=value, min=0.0, max=1.0, step=0.01, description=description, style=_STYLE,
-                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+    return _linear_slider(value, 0.0, 1.0, 0.01, description, continuous_update)
 
 
 def is_variance_panel(gram, *, alpha: float = 0.5, weight_exponent: float = 1.0, batch_size: int = 1) -> W.Box:
@@ -164,8 +168,7 @@ __all__ += ["optimism_slider", "group_beta_slider", "bilinear_panel", "tau_panel
 def optimism_slider(value: float = 1.0, *, description: str = "α (optimism)",
                     continuous_update: bool = True) -> W.FloatSlider:
     """ALSO / Mirror-Prox optimism α ∈ [0, 2]: ĝ_t = g_t + α(g_t − g_{t−1}); 0 is plain descent–ascent, 1 Popov."""
-    return W.FloatSlider(value=value, min=0.0, max=2.0, step=0.05, description=description, style=_STYLE,
-                         layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
+    return _linear_slider(value, 0.0, 2.0, 0.05, description, continuous_update)
 
 
 def group_beta_slider(value: float = 10.0, *, description: str = "β = 1/τ (robustness)",
