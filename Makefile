@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
 	$(BIN)/python -m pip install --constraint requirements/constraints.txt --editable ".[all]"
+	# torchattacks (the peer-library check and AutoAttack-style evaluation) pins requests~=2.25 that it never
+	# imports and that JupyterLab's stack cannot share: installed without its declared dependencies
+	$(BIN)/python -m pip install --no-deps --constraint requirements/constraints.txt torchattacks
 	touch $(STAMP)
 
 env: $(STAMP)

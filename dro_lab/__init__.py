@@ -34,7 +34,12 @@ _EXPORTS = {
     "ALSO": "optim", "OptimisticMirrorProx": "optim", "DRAGO": "optim", "kl_prox_step": "optim",
     "simplex_projection": "optim", "bilinear_game_path": "optim",
     "GroupDROStrategy": "group_dro", "TransformGroupsStrategy": "group_dro", "CompressedWorkersStrategy": "group_dro",
-    "fgsm_attack": "adversarial",
+    "fgsm_attack": "adversarial", "pgd_attack": "adversarial", "robust_accuracy_report": "adversarial",
+    # adversarial training: Madry AT, DONE, GAIRAT, MAIL (adversarial_training.py)
+    "AdversarialTrainingStrategy": "adversarial_training", "DONEStrategy": "adversarial_training",
+    "GAIRATStrategy": "adversarial_training", "MAILStrategy": "adversarial_training",
+    "done_weights": "adversarial_training", "implicit_correction": "adversarial_training",
+    "gairat_weights": "adversarial_training", "mail_weights": "adversarial_training",
     # the ALSO paper's baselines as strategies (baselines.py)
     "UpsamplingStrategy": "baselines", "StaticWeightsStrategy": "baselines", "SpectralRiskStrategy": "baselines",
     "FastDROStrategy": "baselines", "RecoverStrategy": "baselines", "OnlineGroupDROStrategy": "baselines",

@@ -56,10 +56,10 @@ from .utils import resolve_device
 
 __all__ = ["main", "bench_weights", "bench_hws_step", "bench_hws_draw", "machine_info", "scipy_worst_case",
            "scipy_dual_worst_case", "official_probabilities", "official_draw", "official_update", "BENCHMARKS",
-           "bench_pergrad", "bench_is_run", "loop_grad_norms", "bench_also_step"]
+           "bench_pergrad", "bench_is_run", "loop_grad_norms", "bench_also_step", "bench_done_step"]
 
 #: The benchmark sections, in the order ``dro-lab bench`` runs them.
-BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step")
+BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step")
 
 CASES = [
     ("kl", "beta", 10.0),
@@ -834,6 +834,63 @@ def format_also_step(r: dict) -> str:
             f"| {_fmt_t(r['part_theta_s'])} | {_fmt_t(r['part_pi_s'])} | {_fmt_bytes(r['pi_state_bytes'])} |")
 
 
+DONE_CONFIGS = {"at": "PGD-AT (Madry)", "done": "DONE-PGD", "done_implicit": "DONE-PGD + implicit term"}
+
+
+def bench_done_step(*, batch_size: int = 64, steps: int = 5, eps: float = 0.1, rounds: int = 50,
+                    device: torch.device, budget_s: float = 20.0, seed: int = 0) -> dict:
+    """One adversarial-training iteration: PGD-AT against DONE, without and with CID's implicit term.
+
+    The DONE spec's digits analogue: :class:`~dro_lab.models.DigitsCNN` on 1×8×8 inputs in [0, 1], batch
+    ``batch_size``, PGD-``steps`` (sign, random start, ε = ``eps``), SGD. One iteration = the strategy's
+    attack (``transform``), forward, weighted reduction (``reduce``), backward, optimizer step; the three
+    alternate round by round (:func:`_paired_times`). Ratios: median of the per-round ratios to AT.
+    """
+    from .adversarial_training import AdversarialTrainingStrategy, DONEStrategy
+    from .models import DigitsCNN
+
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(batch_size, 1, 8, 8, generator=gen).to(device)
+    y = torch.randint(0, 10, (batch_size,), generator=gen).to(device)
+    torch.manual_seed(seed)
+    init = DigitsCNN().state_dict()
+    makers = {"at": lambda: AdversarialTrainingStrategy(eps, steps=steps),
+              "done": lambda: DONEStrategy(eps, r=0.5, steps=steps),
+              "done_implicit": lambda: DONEStrategy(eps, r=0.5, steps=steps, implicit=True)}
+    runs = {}
+    for key, make in makers.items():
+        net = DigitsCNN().to(device)
+        net.load_state_dict(init)
+        strat = make()
+        strat.setup(batch_size, device=device, generator=torch.Generator().manual_seed(seed))
+        runs[key] = (net, strat, torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9))
+
+    def step(key):
+        net, strat, opt = runs[key]
+        net.train()
+        xa, ya, _ = strat.transform(x, y, indices=None, groups=None, model=net)
+        objective = strat.reduce(F.cross_entropy(net(xa), ya, reduction="none"), indices=None, groups=None)
+        opt.zero_grad(set_to_none=True)
+        objective.backward()
+        opt.step()
+
+    times, n = _paired_times({k: (lambda k=k: step(k)) for k in makers}, device, rounds, budget_s)
+    out = {"benchmark": "done-step", "batch_size": batch_size, "pgd_steps": steps, "eps": eps, "rounds": n,
+           "model": "DigitsCNN (1×8×8, 9.8k parameters)", "configs": {}}
+    for key in makers:
+        out["configs"][key] = {"label": DONE_CONFIGS[key], "step_s": statistics.median(times[key]),
+                               "paired_ratio_vs_at": _paired_ratio(times[key], times["at"])}
+    return out
+
+
+DONE_HEAD = "| method | iteration (median) | / PGD-AT (paired) |\n|---|---:|---:|"
+
+
+def format_done_step(r: dict) -> str:
+    return "\n".join(f"| {c['label']} | {_fmt_t(c['step_s'])} | {c['paired_ratio_vs_at']:.2f}× |"
+                     for c in r["configs"].values())
+
+
 def _fmt_t(s: float | None) -> str:
     """A duration in µs, ms or s (the HWS tables: a sampler step spans µs to s)."""
     if s is None:
@@ -948,10 +1005,12 @@ def main(argv=None) -> int:
     ap.add_argument("--also-groups", default="10,1e4,1e6", help="also-step: comma-separated group counts c")
     ap.add_argument("--also-model", default="digits_cnn", choices=sorted(HWS_MODELS), help="also-step: the model")
     ap.add_argument("--also-steps", type=int, default=50, help="also-step: timed rounds per group count")
+    ap.add_argument("--done-steps", type=int, default=5, help="done-step: PGD steps per iteration")
+    ap.add_argument("--done-rounds", type=int, default=50, help="done-step: timed rounds")
     ap.add_argument("--json", metavar="PATH", help="also write machine-readable results here")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke check: n up to 1e5 and 2 repeats; hws-step at n ≤ 4096 with 20 steps; "
-                    "pergrad at b ≤ 32; is-run with 20 steps and 1 run; also-step with 5 rounds")
+                    "pergrad at b ≤ 32; is-run with 20 steps and 1 run; also-step and done-step with 5 rounds")
     args = ap.parse_args(argv)
     wanted = list(args.what) + ([s.strip() for s in args.only.split(",") if s.strip()] if args.only else [])
     unknown = set(wanted) - set(BENCHMARKS)
@@ -973,7 +1032,7 @@ def main(argv=None) -> int:
     sizes, hws_sizes = _sizes(args.sizes), _sizes(args.hws_sizes)
     repeats, hws_n, hws_steps, hws_warmup = args.repeats, args.hws_n, args.hws_steps, args.hws_warmup
     pergrad_batches, is_steps, is_runs = _sizes(args.pergrad_batches), args.is_steps, args.is_runs
-    also_steps = args.also_steps
+    also_steps, done_rounds = args.also_steps, args.done_rounds
     if args.quick:
         sizes, repeats = [s for s in sizes if s <= 100_000] or [1000], 2
         hws_sizes = [s for s in hws_sizes if s <= 100_000] or [1000]
@@ -981,11 +1040,12 @@ def main(argv=None) -> int:
         pergrad_batches = [b for b in pergrad_batches if b <= 32] or [5]
         is_steps, is_runs = min(is_steps, 20), 1
         also_steps = min(also_steps, 5)
+        done_rounds = min(done_rounds, 5)
     info = machine_info(device)
     print(f"dro-lab bench on {info['device']} ({info.get('gpu', info['cpu_model'] or info['cpu'])}, "
           f"{info['threads']} threads, torch {info['torch']})")
     out = {"machine": info, "sections": selected, "results": [], "hws_step": None, "hws_draw": [],
-           "pergrad": [], "is_run": None, "also_step": [], "seconds": {}}
+           "pergrad": [], "is_run": None, "also_step": [], "done_step": None, "seconds": {}}
     t_all = time.perf_counter()
     if "weights" in selected:
         t0 = time.perf_counter()
@@ -1050,6 +1110,15 @@ def main(argv=None) -> int:
                                            steps=also_steps, device=device, budget_s=args.budget)
         print("\n".join(format_also_step(r) for r in out["also_step"]), flush=True)
         out["seconds"]["also-step"] = time.perf_counter() - t0
+    if "done-step" in selected:
+        t0 = time.perf_counter()
+        print(f"\n## done-step: one adversarial-training iteration, DONE vs PGD-AT (DigitsCNN 1×8×8, b=64, "
+              f"PGD-{args.done_steps}, median of up to {done_rounds} rounds, methods alternating)\n")
+        out["done_step"] = bench_done_step(steps=args.done_steps, rounds=done_rounds, device=device,
+                                           budget_s=args.budget)
+        print(DONE_HEAD)
+        print(format_done_step(out["done_step"]), flush=True)
+        out["seconds"]["done-step"] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - t_all
     print(f"\n{out['seconds']['total']:.0f} s in all")
     if args.json:

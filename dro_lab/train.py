@@ -437,7 +437,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         batch_size: int = 64, lr: float = 0.1, optimizer: str | torch.optim.Optimizer = "sgd",
         momentum: float = 0.0, weight_decay: float = 0.0, loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
         device: str | torch.device = "auto", seed: int = 0, progress: bool = True,
-        eval_train: bool = False, callback: Callable[[int, dict], None] | None = None) -> History:
+        eval_train: bool = False, callback: Callable[[int, dict], None] | None = None,
+        lr_schedule: Callable[[int], float] | None = None) -> History:
     """Train ``model`` on ``train`` with ``strategy`` and return the per-epoch :class:`History`.
 
     Args:
@@ -457,6 +458,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         eval_train: also evaluate on the full training set each epoch (``train_full_*`` metrics:
             ``train_full_loss``, ``train_full_loss_std``, ``train_full_accuracy``, ...).
         callback: ``callback(epoch, record)`` after each epoch (live figures).
+        lr_schedule: ``epoch -> factor``; each epoch runs at ``factor × lr`` (e.g. a one-cycle or step
+            schedule); recorded as ``lr`` in the history.
 
     Returns:
         :class:`History` with, per epoch, ``epoch``, ``train_loss`` (mean per-sample loss of the
@@ -495,8 +498,15 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
 
         bar = tqdm(epoch_iter, desc=strategy.describe(), leave=False)
         epoch_iter = bar
+    base_lrs = [g["lr"] for g in opt.param_groups]
     for epoch in epoch_iter:
         start = time.perf_counter()
+        if lr_schedule is not None:
+            factor = float(lr_schedule(epoch))
+            if not (factor >= 0 and math.isfinite(factor)):
+                raise ValueError(f"lr_schedule({epoch}) must be a finite number ≥ 0, got {factor!r}")
+            for g, base in zip(opt.param_groups, base_lrs):
+                g["lr"] = base * factor
         model.train()
         # Sums stay on the device: no host sync per step (one at the end of the epoch).
         loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
@@ -537,6 +547,7 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
             "train_objective": float(obj_sum) / max(steps, 1),
             "steps": steps,
             "seconds": time.perf_counter() - start,
+            "lr": opt.param_groups[0]["lr"],
         }
         record.update(strategy.epoch_stats())
         if eval_train:

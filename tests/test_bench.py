@@ -237,3 +237,13 @@ def test_bench_also_step_section(tmp_path, capsys):
     assert "| groups c | Adam step | ALSO step |" in capsys.readouterr().out
     with pytest.raises(ValueError, match="model must be one of"):
         bench.bench_also_step([10], model="mlp", device=torch.device("cpu"))
+
+
+def test_bench_done_step_section(tmp_path):
+    out = tmp_path / "done.json"
+    assert cli_main(["bench", "--only", "done-step", "--quick", "--device", "cpu", "--done-steps", "2",
+                     "--json", str(out)]) == 0
+    r = json.loads(out.read_text())["done_step"]
+    assert set(r["configs"]) == {"at", "done", "done_implicit"} and r["pgd_steps"] == 2
+    assert r["configs"]["at"]["paired_ratio_vs_at"] == pytest.approx(1.0)
+    assert all(c["step_s"] > 0 for c in r["configs"].values())

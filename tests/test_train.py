@@ -217,3 +217,20 @@ def test_fit_on_cuda_keeps_everything_on_the_device():
     assert next(model.parameters()).is_cuda and hist.device.startswith("cuda")
     q = dro_lab.worst_case_weights(torch.rand(100, device="cuda"), divergence="kl", radius=0.1)
     assert q.is_cuda and abs(float(q.sum()) - 1) < 1e-5
+
+
+def test_lr_schedule_sets_each_epochs_learning_rate():
+    import dro_lab
+    from dro_lab.data import ArrayDataset
+
+    data = ArrayDataset(torch.rand(20, 3), torch.arange(20) % 2, num_classes=2)
+    torch.manual_seed(0)
+    model = dro_lab.LogisticRegression(3, 2)
+    hist = dro_lab.fit(model, data, epochs=3, lr=0.1, lr_schedule=lambda e: [1.0, 0.5, 0.0][e - 1], progress=False,
+                       device="cpu")
+    assert hist["lr"] == [0.1, 0.05, 0.0]
+    before = [p.detach().clone() for p in model.parameters()]
+    dro_lab.fit(model, data, epochs=1, lr=0.1, lr_schedule=lambda e: 0.0, progress=False, device="cpu")
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # factor 0: no step moves θ
+    with pytest.raises(ValueError, match="lr_schedule"):
+        dro_lab.fit(model, data, epochs=1, lr=0.1, lr_schedule=lambda e: float("nan"), progress=False, device="cpu")
