@@ -970,3 +970,303 @@ def method_tradeoff_figure(average: Mapping[str, Sequence[float]], worst: Mappin
                       + (" — marker area ∝ cost per epoch" if cost else ""),
                       xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+# --------------------------------------------------------------------------- lesson 05: doubly robust AT (DONE)
+# Names the lesson-05 notebook calls. Here r is DONE's KL temperature (ω = softmax(ℓ/r) over the batch),
+# α the attack step and ε the attack radius; ω·|B| = 1 is the uniform weight 1/|B| of plain AT.
+
+__all__ += ["done_weight_stats", "done_weight_figure", "attack_toy_figure", "per_class_robust_figure",
+            "attack_gap_figure", "r_schedule_figure"]
+
+_LOG_FLOOR = -12.0  # log10(ω·|B|) of weights that underflow (ω·|B| < 10⁻¹²) is drawn at this floor
+
+
+def _class_names(classes: Sequence, class_names) -> list[str]:
+    """Display names of ``classes`` (label values): ``class_names[c]`` (a sequence indexed by the label or a
+    mapping), else ``str(c)``."""
+    if class_names is None:
+        return [str(c) for c in classes]
+    if isinstance(class_names, Mapping):
+        return [str(class_names.get(c, c)) for c in classes]
+    names = list(class_names)
+    out = []
+    for c in classes:
+        if not (isinstance(c, (int, np.integer)) and 0 <= c < len(names)):
+            raise ValueError(f"class_names must name label {c!r} (a sequence indexed by the label or a mapping)")
+        out.append(str(names[int(c)]))
+    return out
+
+
+def done_weight_stats(weights) -> dict[str, float]:
+    r"""Summary of one batch of instance weights ω: ``ess`` = :math:`1/\sum_i\omega_i^2` (ω summing to one, as
+    :func:`dro_lab.adversarial_training.done_weights` gives with η = 1), ``batch`` = |B|, ``ess_fraction`` =
+    ESS/|B| and ``max_scaled`` = :math:`\max_i\omega_i|\mathcal B|` (1 everywhere = the uniform weights of AT)."""
+    w = _np(weights).reshape(-1)
+    if w.size == 0:
+        raise ValueError("weights must be a non-empty vector")
+    ess = float(1.0 / np.sum(w ** 2))
+    return {"ess": ess, "batch": int(w.size), "ess_fraction": ess / w.size, "max_scaled": float(w.max() * w.size)}
+
+
+def done_weight_figure(weights, labels, *, class_names=None, title: str | None = None,
+                       class_accuracy=None) -> go.Figure:
+    r"""DONE's weights per class (the paper's Fig. 5): left, :math:`\log_{10}(\omega_i|\mathcal B|)` per class as a
+    box with all points, dashed at 0 (the uniform weight 1/|B|); right, the class mean of ω·|B| (bars, dashed
+    at 1).
+
+    ``weights`` and ``labels`` are one vector each over the same |B| examples. ``class_names`` is a sequence
+    indexed by the label (or a mapping label → name). With ``class_accuracy`` (one value per class, in the order
+    of the sorted labels, e.g. each class's robust accuracy) the right panel becomes a scatter of class-mean
+    weight against it (the paper's negative correlation). Weights below 10⁻¹²/|B| are drawn at −12.
+    """
+    w, y = _np(weights).reshape(-1), np.asarray(_np(labels)).reshape(-1)
+    if w.size != y.size or w.size == 0:
+        raise ValueError(f"weights and labels must be non-empty and of the same length, got {w.size} and {y.size}")
+    b = w.size
+    classes = [int(c) if float(c).is_integer() else c for c in np.unique(y)]
+    names = _class_names(classes, class_names)
+    scaled = w * b
+    logs = np.log10(np.maximum(scaled, 10 ** _LOG_FLOOR))
+    means = np.array([scaled[y == c].mean() for c in classes])
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.1,
+                        subplot_titles=("log₁₀(ω·|B|) per class (0 = uniform 1/|B|)",
+                                        "class-mean ω·|B|" + (" vs class accuracy" if class_accuracy is not None
+                                                             else "")))
+    for k, (c, name) in enumerate(zip(classes, names)):
+        color = _CLASS_COLORS[k % len(_CLASS_COLORS)]
+        fig.add_trace(go.Box(y=logs[y == c], name=name, legendgroup=name, boxpoints="all", jitter=0.4, pointpos=0,
+                             marker=dict(color=color, size=4, opacity=0.6), line=dict(color=color),
+                             showlegend=False), row=1, col=1)
+    fig.add_hline(y=0.0, line=dict(color="black", dash="dash", width=1), row=1, col=1)
+    if class_accuracy is None:
+        fig.add_trace(go.Bar(x=names, y=means, name="class-mean ω·|B|", showlegend=False,
+                             marker_color=[_CLASS_COLORS[k % len(_CLASS_COLORS)] for k in range(len(classes))]),
+                      row=1, col=2)
+        fig.update_xaxes(title_text="class", type="category", row=1, col=2)
+    else:
+        acc = _np(class_accuracy).reshape(-1)
+        if acc.size != len(classes):
+            raise ValueError(f"class_accuracy must have one value per class ({len(classes)}), got {acc.size}")
+        fig.add_trace(go.Scatter(x=acc, y=means, mode="markers+text", text=names, textposition="top center",
+                                 name="class-mean ω·|B|", showlegend=False,
+                                 marker=dict(size=10, color=[_CLASS_COLORS[k % len(_CLASS_COLORS)]
+                                                             for k in range(len(classes))])), row=1, col=2)
+        fig.update_xaxes(title_text="class accuracy", row=1, col=2)
+    fig.add_hline(y=1.0, line=dict(color="black", dash="dash", width=1), row=1, col=2)
+    fig.update_layout(**_LAYOUT, title=title or f"DONE weights per class (|B| = {b})")
+    fig.update_xaxes(title_text="class", type="category", row=1, col=1)
+    fig.update_yaxes(title_text="log₁₀(ω·|B|)", row=1, col=1)
+    fig.update_yaxes(title_text="mean ω·|B|", rangemode="tozero", row=1, col=2)
+    return fig
+
+
+def _ball_outline(center: np.ndarray, eps: float, norm: str) -> np.ndarray:
+    """The boundary of the ε-ball around ``center``: a closed square (L∞) or a 48-gon circle (L2)."""
+    if norm == "linf":
+        corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]], dtype=float)
+        return center + eps * corners
+    t = np.linspace(0.0, 2 * np.pi, 49)
+    return center + eps * np.stack([np.cos(t), np.sin(t)], 1)
+
+
+def _polylines(pieces: Sequence[np.ndarray]) -> tuple[list, list]:
+    """x and y of several polylines in one trace, separated by ``None`` (one gap after each piece)."""
+    xs: list = []
+    ys: list = []
+    for p in pieces:
+        xs += p[:, 0].tolist() + [None]
+        ys += p[:, 1].tolist() + [None]
+    return xs, ys
+
+
+def attack_toy_figure(grid_x, grid_y, grid_prob, points, labels, adv_points=None, *, eps: float | None = None,
+                      norm: str = "linf", title: str | None = None, n_balls: int = 5) -> go.Figure:
+    r"""An attack on a 2-D two-class toy: P(class 1) over the grid (``grid_prob`` of shape
+    ``(len(grid_y), len(grid_x))``, as ``np.meshgrid(grid_x, grid_y)`` lays it out) with its 0.5 contour,
+    the clean points by label and, with ``adv_points``, the adversarial points (crosses) joined to their
+    clean points by thin segments (one trace, one segment per point, separated by ``None``). With ``eps``
+    the ε-ball (square for ``norm="linf"``, circle for ``"l2"``) is drawn around the first ``n_balls``
+    points.
+    """
+    if norm not in ("linf", "l2"):
+        raise ValueError(f"norm must be 'linf' or 'l2', got {norm!r}")
+    gx, gy, prob = _np(grid_x).reshape(-1), _np(grid_y).reshape(-1), _np(grid_prob)
+    if prob.shape != (gy.size, gx.size):
+        raise ValueError(f"grid_prob must have shape (len(grid_y), len(grid_x)) = {(gy.size, gx.size)}, "
+                         f"got {prob.shape}")
+    pts, y = _np(points), np.asarray(_np(labels)).reshape(-1).astype(int)
+    if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] != y.size:
+        raise ValueError(f"points must be (n, 2) with one label each, got {pts.shape} and {y.size} labels")
+    adv = None if adv_points is None else _np(adv_points)
+    if adv is not None and adv.shape != pts.shape:
+        raise ValueError(f"adv_points must have the shape of points {pts.shape}, got {adv.shape}")
+    tint = [[0.0, "#c6dbef"], [0.5, "#ffffff"], [1.0, "#fcbba1"]]   # class 0 blue, class 1 red, as the points
+    fig = go.Figure()
+    fig.add_trace(go.Contour(x=gx, y=gy, z=prob, zmin=0.0, zmax=1.0, colorscale=tint, name="P(class 1)",
+                             contours=dict(coloring="heatmap", showlines=False), line=dict(width=0),
+                             colorbar=dict(title="P(class 1)", len=0.8), hovertemplate="P(class 1) = %{z:.2f}"
+                             "<extra></extra>"))
+    fig.add_trace(go.Contour(x=gx, y=gy, z=prob, contours=dict(start=0.5, end=0.5, size=1, coloring="lines"),
+                             colorscale=[[0, "black"], [1, "black"]], line=dict(color="black", width=2),
+                             showscale=False, name="boundary P = 0.5", showlegend=True, hoverinfo="skip"))
+    if adv is not None:
+        sx, sy = _polylines([np.stack([p, a]) for p, a in zip(pts, adv)])
+        fig.add_trace(go.Scatter(x=sx, y=sy, mode="lines", name="clean → adversarial", hoverinfo="skip",
+                                 line=dict(color="#555555", width=1)))
+    for c in np.unique(y):
+        m = y == c
+        color = PALETTE[int(c) % len(PALETTE)]
+        fig.add_trace(go.Scatter(x=pts[m, 0], y=pts[m, 1], mode="markers", name=f"class {c} (clean)",
+                                 legendgroup=f"class {c}",
+                                 marker=dict(color=color, size=7, line=dict(color="white", width=1))))
+        if adv is not None:
+            fig.add_trace(go.Scatter(x=adv[m, 0], y=adv[m, 1], mode="markers", name=f"class {c} (adversarial)",
+                                     legendgroup=f"class {c}", marker=dict(color=color, size=7, symbol="x-thin",
+                                                                           line=dict(color=color, width=2))))
+    if eps is not None and n_balls > 0:
+        bx, by = _polylines([_ball_outline(p, float(eps), norm) for p in pts[:n_balls]])
+        fig.add_trace(go.Scatter(x=bx, y=by, mode="lines", name=f"ε-ball ({'L∞' if norm == 'linf' else 'L2'}, "
+                                 f"ε = {float(eps):.3g})", hoverinfo="skip",
+                                 line=dict(color="black", width=1, dash="dot")))
+    layout = dict(_LAYOUT)
+    layout.update(height=480)
+    fig.update_layout(**layout, title=title or "Attack on a 2-D toy: P(class 1) and the boundary P = 0.5",
+                      legend=dict(x=1.18, y=1, xanchor="left", yanchor="top"))
+    fig.update_xaxes(title_text="x₁", range=[gx.min(), gx.max()], constrain="domain")
+    fig.update_yaxes(title_text="x₂", range=[gy.min(), gy.max()], scaleanchor="x", scaleratio=1, constrain="domain")
+    return fig
+
+
+def _seed_array(values, name: str, k: int | None = None) -> np.ndarray:
+    """Per-seed values as a float array (n_seeds, k); a vector is one seed (k given) or k=1 seeds (k None)."""
+    a = np.asarray(_np(values), dtype=float)
+    if k is None:
+        a = a.reshape(-1, 1)
+    elif a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[0] == 0 or (k is not None and a.shape[1] != k):
+        raise ValueError(f"{name} must be an array (n_seeds, {k if k is not None else 1}), got shape {a.shape}")
+    return a
+
+
+def per_class_robust_figure(per_class: Mapping[str, object], *, class_names=None, highlight_worst: int = 3,
+                            paper: Mapping[str, Sequence[float]] | None = None, title: str | None = None,
+                            yaxis_title: str = "robust accuracy (PGD)",
+                            colors: Mapping[str, str] | None = None) -> go.Figure:
+    """Per-class robust accuracy, grouped bars per method (mean ± sample std over seeds; the paper's Fig. 1).
+
+    ``per_class`` maps a method to an array ``(n_seeds, k)``. The ``highlight_worst`` classes with the lowest
+    mean of the *first* method are shaded and their bars outlined in black (line width 3, else 0).
+    ``paper`` maps a method to its k published values, drawn as open diamonds over the method's bars.
+    """
+    if not per_class:
+        raise ValueError("per_class must map at least one method to an array (n_seeds, k)")
+    first = next(iter(per_class))
+    k = np.asarray(_np(per_class[first])).shape[-1]
+    arrays = {m: _seed_array(v, f"per_class[{m!r}]", k) for m, v in per_class.items()}
+    names = _class_names(list(range(k)), class_names)
+    palette = _method_colors(list(arrays) + [m for m in (paper or {}) if m not in arrays], colors)
+    worst = np.argsort(arrays[first].mean(0), kind="stable")[:max(0, int(highlight_worst))]
+    fig = go.Figure()
+    for name, a in arrays.items():
+        mean, std, _ = _mean_std(a)
+        width = [3 if (name == first and j in worst) else 0 for j in range(k)]
+        fig.add_trace(go.Bar(x=names, y=mean, name=name, offsetgroup=name, marker_color=palette[name],
+                             marker_line=dict(color="black", width=width),
+                             error_y=dict(type="data", array=std, visible=True)))
+    for name, vals in (paper or {}).items():
+        v = np.asarray(vals, dtype=float).reshape(-1)
+        if v.size != k:
+            raise ValueError(f"paper[{name!r}] must have one value per class ({k}), got {v.size}")
+        fig.add_trace(go.Scatter(x=names, y=v, mode="markers", name=f"{name} (paper)", offsetgroup=name,
+                                 marker=dict(symbol="diamond-open", size=10, color=palette[name],
+                                             line=dict(width=2))))
+    for j in worst:
+        fig.add_vrect(x0=j - 0.5, x1=j + 0.5, fillcolor="#d62728", opacity=0.08, line_width=0, layer="below")
+    worst_txt = ", ".join(names[j] for j in worst)
+    fig.update_layout(**_LAYOUT, barmode="group", scattermode="group",
+                      title=title or f"Per-class {yaxis_title} (mean ± std over seeds); worst {len(worst)} of "
+                                     f"{first}: {worst_txt}",
+                      xaxis_title="class", yaxis_title=yaxis_title, legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def attack_gap_figure(pgd: Mapping[str, object], autoattack: Mapping[str, object], *,
+                      paper: Mapping[str, tuple[float, float]] | None = None, title: str | None = None) -> go.Figure:
+    """PGD-20 against AutoAttack-style robust accuracy per method: two bars each (mean ± sample std over seeds),
+    the gap PGD − AA written over the AutoAttack bar. ``paper`` maps a method to its published
+    ``(PGD-20, AutoAttack)`` pair, drawn as open diamonds over the bars."""
+    missing = set(pgd) ^ set(autoattack)
+    if missing or not pgd:
+        raise ValueError(f"pgd and autoattack must name the same, non-empty methods; unmatched: {sorted(missing)}")
+    methods = list(pgd)
+    stats = {}
+    for label, source in (("PGD-20", pgd), ("AutoAttack", autoattack)):
+        ms = [_mean_std(_seed_array(source[m], f"{label}[{m!r}]")) for m in methods]
+        stats[label] = (np.array([s[0][0] for s in ms]), np.array([s[1][0] for s in ms]))
+    gap = stats["PGD-20"][0] - stats["AutoAttack"][0]
+    fig = go.Figure()
+    for k, label in enumerate(("PGD-20", "AutoAttack")):
+        mean, std = stats[label]
+        extra = dict(text=[f"gap {g:.3g}" for g in gap], textposition="outside") if label == "AutoAttack" else {}
+        fig.add_trace(go.Bar(x=methods, y=mean, name=f"{label} (ours)", offsetgroup=label,
+                             marker_color=["#7f7f7f", PALETTE[1]][k],
+                             error_y=dict(type="data", array=std, visible=True), **extra))
+    if paper:
+        known = [m for m in methods if m in paper]
+        for k, label in enumerate(("PGD-20", "AutoAttack")):
+            fig.add_trace(go.Scatter(x=known, y=[float(paper[m][k]) for m in known], mode="markers",
+                                     name=f"{label} (paper)", offsetgroup=label,
+                                     marker=dict(symbol="diamond-open", size=11, color="black", line=dict(width=2))))
+    fig.update_layout(**_LAYOUT, barmode="group", scattermode="group",
+                      title=title or "Robust accuracy: PGD-20 vs AutoAttack (mean ± std over seeds)",
+                      xaxis_title="method", yaxis_title="robust accuracy", legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def r_schedule_figure(epochs, r_values, lr_values=None, metrics: Mapping[str, object] | None = None, *,
+                      title: str | None = None) -> go.Figure:
+    """The learning process (the paper's Fig. 2): r(t) on a log axis, then (optional) the learning rate
+    and per-epoch metrics, in stacked subplots sharing the epoch axis.
+
+    ``metrics`` maps a name (e.g. ``"test SA"``, ``"test RA-PGD"``, ``"ESS/|B|"``) to a vector over the
+    epochs or an array ``(n_seeds, n_epochs)`` (mean line, ± sample-std band).
+    """
+    t = _np(epochs).reshape(-1)
+    r = _np(r_values).reshape(-1)
+    if r.size != t.size or t.size == 0:
+        raise ValueError(f"r_values must have one value per epoch ({t.size}), got {r.size}")
+    rows = ["r (DONE temperature)"]
+    if lr_values is not None:
+        rows.append("learning rate β_t")
+    if metrics:
+        rows.append("per-epoch metrics")
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=rows)
+    fig.add_trace(go.Scatter(x=t, y=r, mode="lines+markers", name="r(t)", line=dict(color="black", width=2),
+                             marker=dict(size=4)), row=1, col=1)
+    fig.update_yaxes(type="log", title_text="r", row=1, col=1)
+    row = 1
+    if lr_values is not None:
+        row += 1
+        lr = _np(lr_values).reshape(-1)
+        if lr.size != t.size:
+            raise ValueError(f"lr_values must have one value per epoch ({t.size}), got {lr.size}")
+        fig.add_trace(go.Scatter(x=t, y=lr, mode="lines", name="learning rate", line=dict(color=PALETTE[0])),
+                      row=row, col=1)
+        fig.update_yaxes(title_text="lr", rangemode="tozero", row=row, col=1)
+    if metrics:
+        row += 1
+        for k, (name, values) in enumerate(metrics.items()):
+            a = _seed_array(values, f"metrics[{name!r}]", t.size)
+            _add_band_traces(fig, t, a, name=name, color=PALETTE[(k + 1) % len(PALETTE)], row=row, col=1)
+        fig.update_yaxes(title_text="value", row=row, col=1)
+    fig.update_xaxes(title_text="epoch", row=len(rows), col=1)
+    layout = dict(_LAYOUT)
+    layout.update(height=220 + 200 * len(rows))
+    fig.update_layout(**layout, title=title or "Learning process: r(t), learning rate and test metrics",
+                      legend=dict(orientation="h", y=-0.12))
+    return fig

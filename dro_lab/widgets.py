@@ -304,3 +304,95 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
 
     button.on_click(on_click)
     return _figure_box("π over training (ALSO / Mirror-Prox)", controls, readout, widget, extra=(button, log))
+
+
+# --------------------------------------------------------------------------- lesson 05: doubly robust AT (DONE)
+# r is DONE's KL temperature (ω = softmax(ℓ/r) over the batch; small r = hard examples, r → ∞ = AT),
+# α the attack step and ε the attack radius. Same conventions as lesson 04: a FigureWidget redrawn in
+# place, with ``box.figure``, ``box.sliders`` and ``box.readout``.
+
+__all__ += ["done_r_slider", "attack_eps_slider", "attack_alpha_slider", "done_r_panel", "attack_toy_panel"]
+
+
+def done_r_slider(value: float = 1.0, *, description: str = "r (DONE temperature, loss units)",
+                  continuous_update: bool = True) -> W.FloatLogSlider:
+    """DONE's KL temperature r, log scale 10^−1.3 ≈ 0.05 … 100 (not a radius, not Adam's β)."""
+    return beta_slider(value, min_exp=-1.3, max_exp=2, description=description, continuous_update=continuous_update)
+
+
+def attack_eps_slider(value: float = 0.3, *, hi: float = 1.0, step: float = 0.01,
+                      description: str = "ε (attack radius)", continuous_update: bool = True) -> W.FloatSlider:
+    """The attack radius ε ∈ [0, hi] (0 = no attack)."""
+    return _linear_slider(value, 0.0, hi, step, description, continuous_update)
+
+
+def attack_alpha_slider(value: float = 0.05, *, lo: float = 0.005, hi: float = 0.5, step: float = 0.005,
+                        description: str = "α (attack step)", continuous_update: bool = True) -> W.FloatSlider:
+    """The attack's inner step size α ∈ [lo, hi] (not the CVaR level, not the learning rate)."""
+    slider = _linear_slider(value, lo, hi, step, description, continuous_update)
+    slider.readout_format = ".3f"
+    return slider
+
+
+def done_r_panel(losses, labels, *, r: float = 1.0, class_names=None) -> W.Box:
+    r"""DONE's weights ω = softmax(ℓ/r) on one batch of losses, per class, as r moves (log slider ≈ 0.05 … 100).
+
+    ω comes from :func:`dro_lab.adversarial_training.done_weights` (η = 1: exact batch softmax) and is
+    drawn by :func:`dro_lab.viz.done_weight_figure`; the read-out gives the effective sample size
+    :math:`1/\sum\omega_i^2` against |B| and the largest :math:`\omega_i|\mathcal B|`.
+    """
+    import torch
+
+    from . import viz
+    from .adversarial_training import done_weights
+
+    ell = torch.as_tensor(losses, dtype=torch.float64).reshape(-1)
+
+    def build(r):
+        w = done_weights(ell, r=r)[0].numpy()
+        s = viz.done_weight_stats(w)
+        fig = viz.done_weight_figure(w, labels, class_names=class_names,
+                                     title=f"DONE weights at r = {r:.3g} (|B| = {s['batch']})")
+        return fig, (f"ESS = 1/Σω² = {s['ess']:.1f} of |B| = {s['batch']}; "
+                     f"max ω·|B| = {s['max_scaled']:.3g}")
+
+    return _live_panel(build, {"r": done_r_slider(r)}, title="DONE instance weights ω = softmax(ℓ/r)")
+
+
+def attack_toy_panel(model, x, y, *, eps: float = 0.3, alpha: float = 0.05, steps: int = 10, grid: int = 60,
+                     norm: str = "linf") -> W.Box:
+    """PGD on a 2-D two-class toy, live: sliders "ε (attack radius)" ∈ [0, 1], "α (attack step)" ∈ [0.005, 0.5].
+
+    The model's P(class 1) (softmax column 1) on a ``grid × grid`` mesh over the points' box padded by the
+    largest ε is computed once; each move reruns :func:`dro_lab.adversarial.pgd_attack` (``steps`` steps,
+    no clamp, a generator seeded 0) on the ≤ 200 points and redraws :func:`dro_lab.viz.attack_toy_figure`.
+    The read-out gives the robust accuracy at ε and the clean accuracy.
+    """
+    import numpy as np
+    import torch
+
+    from . import viz
+    from .adversarial import pgd_attack
+    from .metrics import predict
+
+    x = torch.as_tensor(x, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    eps_w, alpha_w = attack_eps_slider(eps), attack_alpha_slider(alpha)
+    pad = eps_w.max + 0.25
+    lo, hi = x.min(0).values.numpy() - pad, x.max(0).values.numpy() + pad
+    gx, gy = np.linspace(lo[0], hi[0], grid), np.linspace(lo[1], hi[1], grid)
+    mesh = torch.tensor(np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2), dtype=torch.float32)
+    with torch.no_grad():
+        prob = torch.softmax(predict(model, mesh), 1)[:, 1].cpu().numpy().reshape(grid, grid)
+        clean = float((predict(model, x).argmax(1).cpu() == y).double().mean())
+
+    def build(eps, alpha):
+        x_adv = pgd_attack(model, x, y, eps=eps, alpha=alpha, steps=steps, norm=norm, clamp=None,
+                           generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            robust = float((predict(model, x_adv).argmax(1).cpu() == y).double().mean())
+        fig = viz.attack_toy_figure(gx, gy, prob, x, y, x_adv.detach().cpu(), eps=eps, norm=norm,
+                                    title=f"PGD-{steps} ({norm}), ε = {eps:.2f}, α = {alpha:.3f}")
+        return fig, f"robust accuracy at ε = {eps:.2f}: {robust:.3f} (clean {clean:.3f})"
+
+    return _live_panel(build, {"eps": eps_w, "alpha": alpha_w}, title="PGD attack on a 2-D toy")

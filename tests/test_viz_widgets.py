@@ -543,3 +543,170 @@ def test_pi_run_panel_computes_the_final_radius_when_simulate_gives_no_kl():
     assert box.readout.value == f"final r = KL(π_T‖π̂) = {r:.4f}"
     levels = [t for t in box.figure.data if t.name.startswith("prior")]
     np.testing.assert_allclose([t.y[0] for t in levels], prior)
+
+
+# --------------------------------------------------------------------------- lesson 05 builders and panels (DONE)
+
+
+def _softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _toy_model_and_data(n=40, seed=0):
+    """A fixed linear 2-class model on points in [−3, 3]²: logit₁ − logit₀ = 2·x₁ (boundary x₁ = 0)."""
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[-1.0, 0.0], [1.0, 0.0]]))
+        model.bias.zero_()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 2, generator=g) * 6 - 3
+    y = (x[:, 0] > 0).long()
+    y[:4] = 1 - y[:4]                        # a few mistakes: clean accuracy < 1
+    return model, x, y
+
+
+def test_done_weight_figure_boxes_are_log_scaled_weights_and_means_are_class_means():
+    rng = np.random.default_rng(0)
+    w, labels = rng.dirichlet(np.ones(30)), rng.integers(0, 3, 30)
+    fig = viz.done_weight_figure(w, labels, class_names=["zero", "one", "two"])
+    boxes = [t for t in fig.data if t.type == "box"]
+    assert [b.name for b in boxes] == ["zero", "one", "two"]
+    for c, b in enumerate(boxes):
+        np.testing.assert_allclose(b.y, np.log10(w[labels == c] * 30))
+    bar = fig.data[-1]
+    assert bar.type == "bar" and list(bar.x) == ["zero", "one", "two"]
+    np.testing.assert_allclose(bar.y, [np.mean(w[labels == c] * 30) for c in range(3)])
+    dashed = [s for s in fig.layout.shapes if s.line.dash == "dash"]
+    assert sorted(s.y0 for s in dashed) == [0.0, 1.0]
+    scat = viz.done_weight_figure(w, labels, class_accuracy=[0.3, 0.5, 0.7]).data[-1]
+    assert scat.type == "scatter" and list(scat.x) == [0.3, 0.5, 0.7]
+    np.testing.assert_allclose(scat.y, bar.y)
+    s = viz.done_weight_stats(w)
+    assert s["ess"] == pytest.approx(1 / np.sum(w ** 2)) and s["max_scaled"] == pytest.approx(w.max() * 30)
+    with pytest.raises(ValueError, match="same length"):
+        viz.done_weight_figure(w, labels[:-1])
+
+
+def test_attack_toy_figure_one_segment_per_adversarial_point_and_eps_balls():
+    rng = np.random.default_rng(1)
+    gx, gy = np.linspace(-3, 3, 7), np.linspace(-3, 3, 5)
+    prob = rng.random((5, 7))
+    pts, labels = rng.normal(size=(9, 2)), np.array([0, 1] * 4 + [0])
+    adv = pts + 0.2
+    fig = viz.attack_toy_figure(gx, gy, prob, pts, labels, adv, eps=0.2, norm="linf")
+    by = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(by["P(class 1)"].z, prob)
+    assert by["boundary P = 0.5"].contours.start == 0.5 == by["boundary P = 0.5"].contours.end
+    seg = by["clean → adversarial"]
+    assert len(seg.x) == 3 * 9 and sum(v is None for v in seg.x) == 9
+    np.testing.assert_allclose(np.array(seg.x, dtype=float).reshape(9, 3)[:, :2], np.c_[pts[:, 0], adv[:, 0]])
+    np.testing.assert_allclose(by["class 1 (adversarial)"].y, adv[labels == 1, 1])
+    np.testing.assert_allclose(by["class 0 (clean)"].x, pts[labels == 0, 0])
+    ball = by["ε-ball (L∞, ε = 0.2)"]
+    assert sum(v is None for v in ball.x) == 5                       # first 5 points
+    square = np.array(ball.x[:5], dtype=float)
+    np.testing.assert_allclose([square.min(), square.max()], [pts[0, 0] - 0.2, pts[0, 0] + 0.2])
+    circle = viz.attack_toy_figure(gx, gy, prob, pts, labels, eps=0.5, norm="l2", n_balls=1).data[-1]
+    r = np.hypot(np.array(circle.x[:-1], dtype=float) - pts[0, 0], np.array(circle.y[:-1], dtype=float) - pts[0, 1])
+    np.testing.assert_allclose(r, 0.5)
+    assert not any(t.name == "clean → adversarial" for t in viz.attack_toy_figure(gx, gy, prob, pts, labels).data)
+    with pytest.raises(ValueError, match="grid_prob"):
+        viz.attack_toy_figure(gx, gy, prob.T, pts, labels)
+
+
+def test_per_class_robust_figure_bars_are_seed_means_and_the_worst_are_the_smallest():
+    rng = np.random.default_rng(2)
+    at, done = rng.random((3, 10)), rng.random((3, 10))
+    fig = viz.per_class_robust_figure({"AT": at, "DONE": done}, paper={"DONE": np.linspace(0, 1, 10)})
+    bars = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(bars["AT"].y, at.mean(0))
+    np.testing.assert_allclose(bars["DONE"].error_y.array, done.std(0, ddof=1))
+    worst = set(np.argsort(at.mean(0))[:3])
+    assert {j for j, w in enumerate(bars["AT"].marker.line.width) if w > 0} == worst
+    assert all(w == 0 for w in bars["DONE"].marker.line.width)
+    assert {int(round((s.x0 + s.x1) / 2)) for s in fig.layout.shapes} == worst
+    assert bars["DONE (paper)"].mode == "markers" and bars["DONE (paper)"].offsetgroup == "DONE"
+    one = viz.per_class_robust_figure({"AT": at[0]}, class_names=list("abcdefghij"), highlight_worst=1)
+    assert list(one.data[0].x) == list("abcdefghij") and len(one.layout.shapes) == 1
+    with pytest.raises(ValueError, match="DONE"):
+        viz.per_class_robust_figure({"AT": at, "DONE": done[:, :4]})
+
+
+def test_attack_gap_figure_bars_are_seed_means_with_paper_markers():
+    pgd = {"AT": [0.50, 0.52, 0.54], "DONE": [0.58]}
+    aa = {"AT": [0.45, 0.47, 0.46], "DONE": [0.50]}
+    fig = viz.attack_gap_figure(pgd, aa, paper={"DONE": (0.57, 0.49)})
+    by = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(by["PGD-20 (ours)"].y, [0.52, 0.58])
+    np.testing.assert_allclose(by["AutoAttack (ours)"].y, [0.46, 0.50])
+    np.testing.assert_allclose(by["PGD-20 (ours)"].error_y.array, [np.std(pgd["AT"], ddof=1), 0.0])
+    assert list(by["AutoAttack (ours)"].text) == ["gap 0.06", "gap 0.08"]
+    assert list(by["PGD-20 (paper)"].x) == ["DONE"] and by["AutoAttack (paper)"].y == (0.49,)
+    with pytest.raises(ValueError, match="same"):
+        viz.attack_gap_figure({"AT": [0.5]}, {"DONE": [0.4]})
+
+
+def test_r_schedule_figure_stacks_r_lr_and_metrics():
+    t = np.arange(1, 7)
+    r = [10, 10, 1, 1, 0.1, 0.1]
+    sa = np.array([[0.5, 0.6, 0.7, 0.7, 0.8, 0.8], [0.6, 0.6, 0.7, 0.8, 0.8, 0.9]])
+    fig = viz.r_schedule_figure(t, r, lr_values=np.linspace(0.1, 0.0, 6), metrics={"test SA": sa, "ESS": np.ones(6)})
+    by = {t_.name: t_ for t_ in fig.data}
+    np.testing.assert_allclose(by["r(t)"].y, r)
+    assert fig.layout.yaxis.type == "log" and by["learning rate"].yaxis == "y2"
+    np.testing.assert_allclose(by["test SA"].y, sa.mean(0))
+    assert by["ESS"].yaxis == "y3" and "test SA ± std" in by
+    only_r = viz.r_schedule_figure(t, r)
+    assert len(only_r.data) == 1
+    with pytest.raises(ValueError, match="one value per epoch"):
+        viz.r_schedule_figure(t, r[:3])
+
+
+def test_done_r_panel_slider_moves_weights_and_ess_against_numpy_softmax():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    rng = np.random.default_rng(4)
+    losses, labels = rng.gamma(2.0, 1.0, 32), rng.integers(0, 4, 32)
+    box = widgets.done_r_panel(losses, labels, r=10.0)
+    r_w = box.sliders["r"]
+    assert r_w.description == "r (DONE temperature, loss units)"
+    assert r_w.min == -1.3 and r_w.max == 2 and 0.05 <= 10 ** r_w.min < 0.051
+    before = np.array(box.figure.data[-1].y)
+    for r in (10.0, 0.2):
+        r_w.value = r
+        w = _softmax(losses / r)
+        assert box.readout.value == (f"ESS = 1/Σω² = {1 / np.sum(w ** 2):.1f} of |B| = 32; "
+                                     f"max ω·|B| = {w.max() * 32:.3g}")
+        np.testing.assert_allclose(box.figure.data[-1].y, [np.mean(w[labels == c] * 32) for c in range(4)])
+        np.testing.assert_allclose(box.figure.data[0].y, np.log10(w[labels == 0] * 32))
+    assert not np.allclose(before, box.figure.data[-1].y)
+
+
+def test_attack_toy_panel_eps_zero_is_clean_and_larger_eps_moves_points():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    model, x, y = _toy_model_and_data()
+    clean = float((model(x).argmax(1) == y).double().mean())
+    box = widgets.attack_toy_panel(model, x, y, eps=0.0, alpha=0.05, steps=10, grid=20)
+    eps_w, a_w = box.sliders["eps"], box.sliders["alpha"]
+    assert eps_w.description == "ε (attack radius)" and (eps_w.min, eps_w.max) == (0.0, 1.0)
+    assert a_w.description == "α (attack step)" and a_w.min > 0
+    by = {t.name: t for t in box.figure.data}
+    assert by["P(class 1)"].z.shape == (20, 20)
+    seg = np.array(by["clean → adversarial"].x, dtype=float).reshape(-1, 3)
+    np.testing.assert_allclose(seg[:, 0], seg[:, 1])                   # ε = 0: adversarial = clean
+    assert box.readout.value == f"robust accuracy at ε = 0.00: {clean:.3f} (clean {clean:.3f})"
+    trace = box.figure.data[2]
+    eps_w.value = 0.5
+    assert box.figure.data[2] is trace                                  # redrawn in place
+    seg = np.array(box.figure.data[2].x, dtype=float).reshape(-1, 3)
+    moved = np.abs(seg[:, 1] - seg[:, 0])
+    assert moved.max() > 0.1 and moved.max() <= 0.5 + 1e-6
+    from dro_lab.adversarial import pgd_attack
+    x_adv = pgd_attack(model, x, y, eps=0.5, alpha=0.05, steps=10, clamp=None,
+                       generator=torch.Generator().manual_seed(0))
+    robust = float((model(x_adv).argmax(1) == y).double().mean())
+    assert robust < clean
+    assert box.readout.value == f"robust accuracy at ε = 0.50: {robust:.3f} (clean {clean:.3f})"
+    assert "ε = 0.5" in [t.name for t in box.figure.data][-1]
