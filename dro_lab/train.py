@@ -117,8 +117,13 @@ class Strategy:
         return None
 
     def transform(self, x: Tensor, y: Tensor, *, indices: Tensor, groups: Tensor | None,
-                  model: torch.nn.Module) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Change the batch before the forward pass (input transformations, attacks); may set the groups."""
+                  model: torch.nn.Module) -> tuple[Tensor, Tensor, Tensor | None] | list:
+        """Change the batch before the forward pass (input transformations, attacks); may set the groups.
+
+        Return ``(x, y, groups)``, or a list of such triples for several sequential optimizer steps on one
+        drawn batch (GI-LS: the generated batch, then the original one). ``y`` may be soft labels ``(b, k)``
+        when ``loss_fn`` accepts them (the default cross-entropy does).
+        """
         return x, y, groups
 
     def backward(self, objective: Tensor, *, losses: Tensor, groups: Tensor | None) -> None:
@@ -516,31 +521,34 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
             x, y, index, groups = fetch_batch(train, idx)
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             groups = groups.to(dev) if groups is not None else None
-            x, y, groups = strategy.transform(x, y, indices=index, groups=groups, model=model)
-            last: list = []
+            batch = strategy.transform(x, y, indices=index, groups=groups, model=model)
+            # a strategy may turn one batch into several sequential steps (GI-LS: generated, then original)
+            for x, y, groups in (batch if isinstance(batch, list) else [batch]):
+                last: list = []
 
-            def closure():  # forward, reduce, backward; optimizers that extrapolate (ALSO "popov") call it themselves
-                opt.zero_grad(set_to_none=True)
-                out = loss_fn(model(x), y)
-                if out.dim() != 1 or out.shape[0] != y.shape[0]:
-                    raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), got {tuple(out.shape)}")
-                obj = strategy.reduce(out, indices=index, groups=groups)
-                strategy.backward(obj, losses=out, groups=groups)
-                last[:] = [out, obj]
-                return obj
+                def closure(x=x, y=y, groups=groups):  # forward, reduce, backward; extrapolating optimizers call it
+                    opt.zero_grad(set_to_none=True)
+                    out = loss_fn(model(x), y)
+                    if out.dim() != 1 or out.shape[0] != y.shape[0]:
+                        raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), "
+                                         f"got {tuple(out.shape)}")
+                    obj = strategy.reduce(out, indices=index, groups=groups)
+                    strategy.backward(obj, losses=out, groups=groups)
+                    last[:] = [out, obj]
+                    return obj
 
-            if getattr(opt, "needs_closure", False):
-                opt.step(closure)
-            else:
-                closure()
-                opt.step()
-            losses, objective = last
-            detached = losses.detach()
-            strategy.observe(index, detached)
-            loss_sum += detached.sum()
-            obj_sum += objective.detach()
-            seen += len(detached)
-            steps += 1
+                if getattr(opt, "needs_closure", False):
+                    opt.step(closure)
+                else:
+                    closure()
+                    opt.step()
+                losses, objective = last
+                detached = losses.detach()
+                strategy.observe(index, detached)
+                loss_sum += detached.sum()
+                obj_sum += objective.detach()
+                seen += len(detached)
+                steps += 1
         record = {
             "epoch": epoch,
             "train_loss": float(loss_sum) / max(seen, 1),

@@ -5,6 +5,8 @@ determinism tests, whose point is exactly that."""
 from __future__ import annotations
 
 import numpy as np
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -234,3 +236,27 @@ def test_lr_schedule_sets_each_epochs_learning_rate():
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # factor 0: no step moves θ
     with pytest.raises(ValueError, match="lr_schedule"):
         dro_lab.fit(model, data, epochs=1, lr=0.1, lr_schedule=lambda e: float("nan"), progress=False, device="cpu")
+
+
+def test_a_transform_may_return_several_sequential_steps():
+    """A list of (x, y, groups) from transform = one optimizer step each, in order (checked by hand-made SGD)."""
+    import dro_lab
+    from dro_lab.data import ArrayDataset
+
+    class TwoSteps(dro_lab.ERM):
+        def transform(self, x, y, *, indices, groups, model):
+            return [(x * 2.0, y, groups), (x, y, groups)]
+
+    data = ArrayDataset(torch.rand(8, 3), torch.arange(8) % 2, num_classes=2)
+    torch.manual_seed(0)
+    model = dro_lab.LogisticRegression(3, 2)
+    ref = copy.deepcopy(model)
+    hist = dro_lab.fit(model, data, strategy=TwoSteps(), epochs=1, batch_size=8, lr=0.1, progress=False, device="cpu")
+    assert hist["steps"] == [2]
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    x, y, _ = data.batch(torch.randperm(8, generator=torch.Generator().manual_seed(0)))
+    for xx in (x * 2.0, x):
+        opt.zero_grad()
+        F.cross_entropy(ref(xx), y).backward()
+        opt.step()
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(model.parameters(), ref.parameters()))
