@@ -44,6 +44,11 @@ _EXPORTS = {
     "UpsamplingStrategy": "baselines", "StaticWeightsStrategy": "baselines", "SpectralRiskStrategy": "baselines",
     "FastDROStrategy": "baselines", "RecoverStrategy": "baselines", "OnlineGroupDROStrategy": "baselines",
     "class_balanced_weights": "baselines", "spectral_risk_weights": "baselines", "extremile_spectrum": "baselines",
+    # label-smoothing DRO (GI-LS), its baselines and Bayesian optimisation (smoothing.py)
+    "smoothed_targets": "smoothing", "ls_cross_entropy": "smoothing", "torch_label_smoothing": "smoothing",
+    "gils_shift": "smoothing", "GILSStrategy": "smoothing", "LabelSmoothingStrategy": "smoothing",
+    "MixupStrategy": "smoothing", "CutMixStrategy": "smoothing", "CutoutStrategy": "smoothing",
+    "AttackAugmentStrategy": "smoothing", "GILS_SEARCH_SPACE": "smoothing", "tune": "smoothing",
     # samplers (samplers.py)
     "HardnessWeightedSampler": "samplers", "ImportanceSampler": "samplers",
     # per-sample gradients and sampling quality (pergrad.py)
@@ -53,6 +58,7 @@ _EXPORTS = {
     "ArrayDataset": "data", "IndexedDataset": "data", "DatasetUnavailableError": "data", "load_digits": "data",
     "make_minority_blobs": "data", "load_tabular": "data", "make_imbalanced": "data", "split_dataset": "data",
     "assign_groups": "data", "load_mnist": "data", "load_cifar10": "data",
+    "load_digits_defects": "data", "make_defect_textures": "data",
     # models (models.py)
     "LogisticRegression": "models", "MLP": "models", "DigitsCNN": "models", "SmallCNN": "models",
     "WideResNet": "models", "make_model": "models", "count_parameters": "models",

@@ -396,3 +396,155 @@ def attack_toy_panel(model, x, y, *, eps: float = 0.3, alpha: float = 0.05, step
         return fig, f"robust accuracy at ε = {eps:.2f}: {robust:.3f} (clean {clean:.3f})"
 
     return _live_panel(build, {"eps": eps_w, "alpha": alpha_w}, title="PGD attack on a 2-D toy")
+
+
+# --------------------------------------------------------------------------- lesson 06: label-smoothing DRO (GI-LS)
+# α is the label-smoothing factor (ls_alpha; not the CVaR level or an attack step), γ the Wasserstein penalty of
+# the GI-LS ascent with β = 1/γ, T the number of ascent steps and r the transport radius ρ, realised as
+# ρ̂ = mean ½‖f(x_T) − f(x)‖². Same conventions as lessons 04–05: a FigureWidget redrawn in place, with
+# ``box.figure``, ``box.sliders`` and ``box.readout``.
+
+__all__ += ["ls_alpha_slider", "gils_steps_slider", "gils_gamma_slider", "target_radius_slider", "gamma_for_radius",
+            "gils_toy_panel"]
+
+_GAMMA_RANGE = (1e-3, 1e3)
+
+
+def ls_alpha_slider(value: float = 0.3, *, hi: float = 0.5, description: str = "α (label smoothing)",
+                    continuous_update: bool = True) -> W.FloatSlider:
+    """The label-smoothing factor α ∈ [0, hi] (the paper's range is [0, 0.5]; (k−1)/k is uniform targets)."""
+    return _linear_slider(value, 0.0, hi, 0.01, description, continuous_update)
+
+
+def gils_steps_slider(value: int = 10, *, hi: int = 30, description: str = "T (ascent steps)",
+                      continuous_update: bool = True) -> W.IntSlider:
+    """The number T ∈ [0, hi] of GI-LS ascent steps (T = 0: no shift, plain LS)."""
+    return W.IntSlider(value=value, min=0, max=hi, step=1, description=description, style=_STYLE, layout=_WIDE,
+                       continuous_update=continuous_update)
+
+
+def gils_gamma_slider(value: float = 1.0, *, description: str = "γ (transport penalty, β = 1/γ)",
+                      continuous_update: bool = True) -> W.FloatLogSlider:
+    """The GI-LS transport penalty γ, log scale 10⁻³ … 10³ (larger γ, smaller shift)."""
+    return beta_slider(value, min_exp=-3, max_exp=3, description=description, continuous_update=continuous_update)
+
+
+def target_radius_slider(value: float = 0.1, *, min_exp: float = -3, max_exp: float = 1,
+                         description: str = "r (target transport radius)",
+                         continuous_update: bool = True) -> W.FloatLogSlider:
+    """The target radius r for the realised transport cost ρ̂ = mean ½‖f(x_T) − f(x)‖², log scale."""
+    return radius_slider(value, min_exp=min_exp, max_exp=max_exp, description=description,
+                         continuous_update=continuous_update)
+
+
+def gamma_for_radius(shift: Callable[[float], float], radius: float, *, lo: float = _GAMMA_RANGE[0],
+                     hi: float = _GAMMA_RANGE[1], grid_points: int = 13, iters: int = 8) -> tuple[float, float]:
+    r"""The γ whose realised transport cost ``shift(γ)`` (= ρ̂) is closest to ``radius``. Returns ``(γ, ρ̂(γ))``.
+
+    ρ̂ falls as γ grows over the stable range only: once η·γ·‖J_f‖² ≳ 2 the explicit ascent oscillates and ρ̂
+    grows again (and blows up). So ρ̂ is scanned on ``grid_points`` log-spaced γ in [lo, hi] up to its first
+    rise or non-finite value (the stable, decreasing range), then bisected on log γ (``iters`` steps) in the
+    bracket holding r. Out of reach, the nearest end of the stable range is returned (r ≥ ρ̂(lo): γ = lo;
+    r below every stable ρ̂: the γ with the smallest one). Beyond the paper, which fixes γ.
+    """
+    import math
+
+    step = (math.log(hi) - math.log(lo)) / max(int(grid_points) - 1, 1)
+    scan: list[tuple[float, float]] = []
+    for i in range(max(int(grid_points), 2)):
+        g = math.exp(math.log(lo) + i * step)
+        rho = shift(g)
+        if not math.isfinite(rho) or (scan and rho > scan[-1][1] * (1 + 1e-3) + 1e-12):
+            break   # unstable from here on
+        scan.append((g, rho))
+        if rho < radius:
+            break
+    if not scan:
+        return lo, float("nan")
+    if scan[0][1] <= radius or scan[-1][1] >= radius:   # r out of reach (or hit at the first point)
+        return scan[0] if scan[0][1] <= radius else scan[-1]
+    (g_a, r_a), (g_b, r_b) = scan[-2], scan[-1]   # ρ̂(g_a) ≥ r > ρ̂(g_b)
+    best = min(scan[-2:], key=lambda p: abs(p[1] - radius))
+    a, b = math.log(g_a), math.log(g_b)
+    for _ in range(int(iters)):
+        mid = 0.5 * (a + b)
+        rho = shift(math.exp(mid))
+        if abs(rho - radius) < abs(best[1] - radius):
+            best = (math.exp(mid), rho)
+        if rho > radius:
+            a = mid
+        else:
+            b = mid
+    return best
+
+
+def gils_toy_panel(model, x, y, *, alpha: float = 0.3, gamma: float = 1.0, eta: float = 0.5, steps: int = 10,
+                   target_radius: float | None = None, grid: int = 80) -> W.Box:
+    r"""The GI-LS shift on a 2-D toy, live (spec §1.6 and §5 figure 5): ``model`` a small classifier with
+    ``penultimate`` and ``classifier`` (e.g. :class:`dro_lab.models.MLP` on 2 inputs), ``x`` (n, 2) points
+    in the plane (≤ a few hundred), ``y`` their labels.
+
+    Sliders "α (label smoothing)" ∈ [0, 0.5], "T (ascent steps)" 0…30 and either "γ (transport penalty)"
+    (log 10⁻³ … 10³; ``target_radius=None``) or "r (target transport radius)" (log 10⁻³ … 10; with
+    ``target_radius`` = its initial value), which sets γ by a log-γ scan and bisection so that the realised
+    :math:`\hat\rho` = mean ½‖f(x_T) − f(x)‖² ≈ r (:func:`gamma_for_radius`, ≤ 21 extra ascents, γ kept in the
+    stable range; beyond the paper, which fixes γ). Each move reruns :func:`dro_lab.smoothing.gils_shift`
+    (``eta``, no clamp) for the chosen α and for α = 0 (ADA/WRM, the reference) and redraws
+    :func:`dro_lab.viz.shift_field_figure` over the model's predicted class; the read-out gives γ, β = 1/γ and
+    ρ̂ and says when the ascent diverged (η·γ too large). T = 0 gives no shift and ρ̂ = 0 (γ then reads "nan"
+    in r-mode: any γ fits).
+    """
+    import math
+
+    import numpy as np
+    import torch
+
+    from . import viz
+    from .smoothing import gils_shift
+
+    x = torch.as_tensor(x, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    lo, hi = x.min(0).values.numpy() - 0.5, x.max(0).values.numpy() + 0.5
+    gx, gy = np.linspace(lo[0], hi[0], grid), np.linspace(lo[1], hi[1], grid)
+    mesh = torch.tensor(np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2), dtype=torch.float32)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            cmap = model(mesh).argmax(1).cpu().numpy().reshape(grid, grid)
+    finally:
+        model.train(was_training)
+
+    def shift(a: float, g: float, t: int):
+        x_t, cost = gils_shift(model, x, y, alpha=a, gamma=g, eta=eta, steps=t, clamp=None)
+        return x_t.detach().cpu(), float(cost.mean())
+
+    def build(alpha, T, gamma=None, r=None):
+        note = ""
+        if r is not None:
+            if T == 0:
+                gamma, note = float("nan"), "<br><small>T = 0: no shift, ρ̂ = 0 for every γ</small>"
+            else:
+                gamma, rho_hit = gamma_for_radius(lambda g: shift(alpha, g, T)[1], r)
+                reach = "; r out of reach in the stable γ range" if abs(rho_hit - r) > 0.05 * r else ""
+                note = (f"<br><small>γ set by a log-γ scan + bisection so that ρ̂ ≈ r = {r:.3g} "
+                        f"(beyond the paper, which fixes γ){reach}</small>")
+        g = 1.0 if math.isnan(gamma) else gamma
+        x_ref, _ = shift(0.0, g, T)
+        x_t, rho = shift(alpha, g, T)
+        free = shift(alpha, _GAMMA_RANGE[0], T)[1] if T > 0 else 0.0   # the (almost) unpenalised ascent
+        if not math.isfinite(rho) or not bool(torch.isfinite(x_t).all()) or rho > free * (1 + 1e-6):
+            note += "<br><b>the ascent diverged: η·γ too large for this model (lower γ or η)</b>"
+        fig = viz.shift_field_figure(x, {"α = 0 (ADA/WRM)": x_ref, f"α = {alpha:.2f}": x_t}, y,
+                                     grid=(gx, gy, cmap),
+                                     title=f"GI-LS shift: T = {T}, η = {eta:.3g}, γ = {gamma:.3g}")
+        text = (f"γ = {gamma:.3g} (β = 1/γ = {1.0 / gamma:.3g}), realised ρ̂ = mean ½‖f(x_T) − f(x)‖² = "
+                f"{rho:.4g}{note}")
+        return fig, text
+
+    controls: dict[str, W.Widget] = {"alpha": ls_alpha_slider(alpha), "T": gils_steps_slider(steps)}
+    if target_radius is None:
+        controls["gamma"] = gils_gamma_slider(gamma)
+    else:
+        controls["r"] = target_radius_slider(target_radius)
+    return _live_panel(build, controls, title="GI-LS: label smoothing rotates the worst-case shift")

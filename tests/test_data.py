@@ -417,3 +417,74 @@ def test_load_cifar10_offline_and_local_files(tmp_path, monkeypatch):
 def test_library_source_never_hardcodes_cuda():
     source = Path(D.__file__).read_text()
     assert ".cuda(" not in source and "device=\"cuda\"" not in source
+
+
+# --------------------------------------------------------------------------- lesson 06: digits-MT, defect textures
+
+
+@pytest.mark.parametrize("free", [True, False])
+def test_load_digits_defects_has_the_papers_per_class_counts(free):
+    train, test = D.load_digits_defects(free=free, seed=0)
+    table = D.MT_COUNTS["MT" if free else "MT-Defect"]
+    names = tuple(table)
+    assert train.class_names == test.class_names == names
+    assert train.num_classes == test.num_classes == (6 if free else 5)
+    want_train = [435 if n == "Free" else table[n][0] for n in names]   # Free scaled from 460 (900 digits)
+    want_test = [465 if n == "Free" else table[n][1] for n in names]
+    assert torch.bincount(train.y, minlength=len(names)).tolist() == want_train
+    assert torch.bincount(test.y, minlength=len(names)).tolist() == want_test
+    for ds in (train, test):
+        assert ds.x.shape[1:] == (1, 8, 8) and float(ds.x.min()) >= 0.0 and float(ds.x.max()) <= 1.0
+    # the splits are disjoint (no image drawn twice)
+    flat_train = {tuple(r) for r in train.x.reshape(len(train), -1).tolist()}
+    digits = sklearn.datasets.load_digits()
+    n_dup = len(digits.images) - len({tuple(r) for r in digits.images.reshape(len(digits.images), -1).tolist()})
+    overlap = sum(tuple(r) in flat_train for r in test.x.reshape(len(test), -1).tolist())
+    assert overlap <= n_dup
+
+
+def test_load_digits_defects_is_seeded_and_test_false_keeps_the_rest():
+    a_train, a_test = D.load_digits_defects(seed=3)
+    b_train, b_test = D.load_digits_defects(seed=3)
+    c_train, _ = D.load_digits_defects(seed=4)
+    assert torch.equal(a_train.x, b_train.x) and torch.equal(a_test.y, b_test.y)
+    assert not torch.equal(a_train.x, c_train.x)
+    rest_train, rest = D.load_digits_defects(free=False, seed=3, test=False)
+    assert torch.equal(rest_train.x, D.load_digits_defects(free=False, seed=3)[0].x)
+    assert len(rest_train) + len(rest) == sum(int(c) for c in np.bincount(
+        sklearn.datasets.load_digits().target)[[4, 5, 6, 7, 8]])
+
+
+@pytest.mark.parametrize("kind", ["tile", "wood", "carpet"])
+def test_make_defect_textures_counts_range_and_defects(kind):
+    ds = D.make_defect_textures(kind, seed=0)
+    names = tuple(D.DEFECT_TEXTURE_CLASSES[kind])
+    assert ds.class_names == names and names[0] == "Free" and ds.num_classes == 6
+    assert torch.bincount(ds.y, minlength=6).tolist() == list(D.DEFECT_TEXTURE_CLASSES[kind].values())
+    assert ds.x.shape[1:] == (1, 32, 32) and float(ds.x.min()) >= 0.0 and float(ds.x.max()) <= 1.0
+    assert ds.masks.shape == ds.x.shape and not ds.masks[ds.y == 0].any()
+    # defect classes differ from Free in pixel statistics: share of pixels far from the image's median
+    x = ds.x.reshape(len(ds), -1)
+    far = ((x - x.median(1, keepdim=True).values).abs() > 0.25).float().mean(1)
+    free_far = float(far[ds.y == 0].mean())
+    for c in range(1, 6):
+        assert float(far[ds.y == c].mean()) > free_far + 0.005, names[c]
+        assert bool(ds.masks[ds.y == c].flatten(1).any(1).all()), names[c]
+
+
+def test_make_defect_textures_seeded_requested_counts_and_errors():
+    counts = {"Free": 5, "Crack": 3, "Fray": 0, "Break": 2}
+    a = D.make_defect_textures("tile", counts=counts, size=16, seed=1)
+    b = D.make_defect_textures("tile", counts=counts, size=16, seed=1)
+    c = D.make_defect_textures("tile", counts=counts, size=16, seed=2)
+    assert a.x.shape == (10, 1, 16, 16) and torch.bincount(a.y, minlength=6).tolist() == [5, 0, 0, 2, 3, 0]
+    assert torch.equal(a.x, b.x) and not torch.equal(a.x, c.x)
+    state = torch.random.get_rng_state()
+    D.make_defect_textures("carpet", counts={"Hole": 4}, seed=0)
+    assert torch.equal(state, torch.random.get_rng_state())   # the global RNG is untouched
+    with pytest.raises(ValueError, match="unknown class"):
+        D.make_defect_textures("wood", counts={"Crack": 3})
+    with pytest.raises(ValueError, match="kind"):
+        D.make_defect_textures("marble")
+    with pytest.raises(ValueError, match="at least one"):
+        D.make_defect_textures("tile", counts={"Free": 0})
