@@ -56,10 +56,10 @@ from .utils import resolve_device
 
 __all__ = ["main", "bench_weights", "bench_hws_step", "bench_hws_draw", "machine_info", "scipy_worst_case",
            "scipy_dual_worst_case", "official_probabilities", "official_draw", "official_update", "BENCHMARKS",
-           "bench_pergrad", "bench_is_run", "loop_grad_norms", "bench_also_step", "bench_done_step"]
+           "bench_pergrad", "bench_is_run", "loop_grad_norms", "bench_also_step", "bench_done_step", "bench_gils_epoch"]
 
 #: The benchmark sections, in the order ``dro-lab bench`` runs them.
-BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step")
+BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step", "gils-T")
 
 CASES = [
     ("kl", "beta", 10.0),
@@ -891,6 +891,52 @@ def format_done_step(r: dict) -> str:
                      for c in r["configs"].values())
 
 
+def bench_gils_epoch(T_values=(0, 1, 5, 10, 15), *, n: int = 208, batch_size: int = 32, epochs: int = 3,
+                     device: torch.device, seed: int = 0) -> dict:
+    """Seconds per training epoch of GI-LS against its number of ascent steps T (and plain LS).
+
+    Lesson 06's set-up: :class:`~dro_lab.models.DigitsCNN` on ``n`` synthetic 1×8×8 images in [0, 1] (the
+    MT-Defect training size), 5 classes, batch ``batch_size``, SGD through :func:`dro_lab.fit`, α = 0.3,
+    γ = 10⁻³, η = 2; the median over ``epochs`` epochs after one warm-up epoch. ``ratio_to_T0``: the cost
+    relative to GI-LS with T = 0 (two steps per batch, no ascent); ``ratio_to_ls``: relative to one LS step.
+    """
+    from .data import ArrayDataset
+    from .models import DigitsCNN
+    from .smoothing import GILSStrategy, LabelSmoothingStrategy
+    from .train import fit
+
+    gen = torch.Generator().manual_seed(seed)
+    train = ArrayDataset(torch.rand(n, 1, 8, 8, generator=gen), torch.randint(0, 5, (n,), generator=gen),
+                         num_classes=5)
+
+    def per_epoch(strategy) -> float:
+        torch.manual_seed(seed)
+        hist = fit(DigitsCNN(num_classes=5), train, strategy=strategy, epochs=epochs + 1, batch_size=batch_size,
+                   lr=0.01, device=device, seed=seed, progress=False)
+        return statistics.median(hist["seconds"][1:])
+
+    ls = per_epoch(LabelSmoothingStrategy(0.3))
+    rows = [{"T": int(t), "epoch_s": per_epoch(GILSStrategy(0.3, gamma=1e-3, eta=2.0, steps=int(t)))}
+            for t in T_values]
+    t0 = next((r["epoch_s"] for r in rows if r["T"] == 0), None)
+    for r in rows:
+        r["ratio_to_T0"] = r["epoch_s"] / t0 if t0 else None
+        r["ratio_to_ls"] = r["epoch_s"] / ls
+    return {"benchmark": "gils-T", "n": n, "batch_size": batch_size, "epochs": epochs, "ls_epoch_s": ls,
+            "model": "DigitsCNN (1×8×8, 5 classes)", "rows": rows}
+
+
+GILS_HEAD = "| T | seconds / epoch | / GI-LS T = 0 | / LS |\n|---:|---:|---:|---:|"
+
+
+def format_gils_epoch(r: dict) -> str:
+    lines = []
+    for x in r["rows"]:
+        to_t0 = "—" if x["ratio_to_T0"] is None else f"{x['ratio_to_T0']:.2f}×"
+        lines.append(f"| {x['T']} | {_fmt_t(x['epoch_s'])} | {to_t0} | {x['ratio_to_ls']:.2f}× |")
+    return "\n".join(lines)
+
+
 def _fmt_t(s: float | None) -> str:
     """A duration in µs, ms or s (the HWS tables: a sampler step spans µs to s)."""
     if s is None:
@@ -1007,6 +1053,7 @@ def main(argv=None) -> int:
     ap.add_argument("--also-steps", type=int, default=50, help="also-step: timed rounds per group count")
     ap.add_argument("--done-steps", type=int, default=5, help="done-step: PGD steps per iteration")
     ap.add_argument("--done-rounds", type=int, default=50, help="done-step: timed rounds")
+    ap.add_argument("--gils-T", default="0,1,5,10,15", help="gils-T: comma-separated numbers of ascent steps")
     ap.add_argument("--json", metavar="PATH", help="also write machine-readable results here")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke check: n up to 1e5 and 2 repeats; hws-step at n ≤ 4096 with 20 steps; "
@@ -1045,7 +1092,7 @@ def main(argv=None) -> int:
     print(f"dro-lab bench on {info['device']} ({info.get('gpu', info['cpu_model'] or info['cpu'])}, "
           f"{info['threads']} threads, torch {info['torch']})")
     out = {"machine": info, "sections": selected, "results": [], "hws_step": None, "hws_draw": [],
-           "pergrad": [], "is_run": None, "also_step": [], "done_step": None, "seconds": {}}
+           "pergrad": [], "is_run": None, "also_step": [], "done_step": None, "gils_T": None, "seconds": {}}
     t_all = time.perf_counter()
     if "weights" in selected:
         t0 = time.perf_counter()
@@ -1119,6 +1166,13 @@ def main(argv=None) -> int:
         print(DONE_HEAD)
         print(format_done_step(out["done_step"]), flush=True)
         out["seconds"]["done-step"] = time.perf_counter() - t0
+    if "gils-T" in selected:
+        t0 = time.perf_counter()
+        print("\n## gils-T: GI-LS seconds per epoch against the ascent steps T (DigitsCNN, 208 images, b=32)\n")
+        out["gils_T"] = bench_gils_epoch(_sizes(args.gils_T), epochs=1 if args.quick else 3, device=device)
+        print(GILS_HEAD)
+        print(format_gils_epoch(out["gils_T"]), flush=True)
+        out["seconds"]["gils-T"] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - t_all
     print(f"\n{out['seconds']['total']:.0f} s in all")
     if args.json:

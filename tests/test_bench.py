@@ -247,3 +247,12 @@ def test_bench_done_step_section(tmp_path):
     assert set(r["configs"]) == {"at", "done", "done_implicit"} and r["pgd_steps"] == 2
     assert r["configs"]["at"]["paired_ratio_vs_at"] == pytest.approx(1.0)
     assert all(c["step_s"] > 0 for c in r["configs"].values())
+
+
+def test_bench_gils_section(tmp_path):
+    out = tmp_path / "gils.json"
+    assert cli_main(["bench", "--only", "gils-T", "--quick", "--device", "cpu", "--gils-T", "0,2",
+                     "--json", str(out)]) == 0
+    r = json.loads(out.read_text())["gils_T"]
+    assert [x["T"] for x in r["rows"]] == [0, 2] and r["rows"][0]["ratio_to_T0"] == pytest.approx(1.0)
+    assert all(x["epoch_s"] > 0 and x["ratio_to_ls"] > 0 for x in r["rows"])
