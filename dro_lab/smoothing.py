@@ -584,8 +584,9 @@ def tune(objective: Callable[[dict], float], space: Mapping = GILS_SEARCH_SPACE,
             acquisition: the closest to the paper's Ax set-up), ``"tpe"``
             (:class:`optuna.samplers.TPESampler`) or ``"random"``.
         seed: the sampler's seed (same seed and deterministic objective → same study).
-        n_startup_trials: random trials before the model-based proposals (optuna's default, 10, when
-            ``None``; the paper's Ax uses a few Sobol points; ignored by ``"random"``).
+        n_startup_trials: random trials before the model-based proposals; ``None`` takes
+            ``min(10, max(1, n_trials // 3))`` — optuna's own default of 10 would make a study of ≤ 10 trials
+            pure random search (the paper's Ax uses a few Sobol points; ignored by ``"random"``).
         direction: ``"maximize"`` (accuracy, the default) or ``"minimize"``.
         verbose: keep optuna's per-trial log lines (silenced to WARNING by default).
 
@@ -602,7 +603,8 @@ def tune(objective: Callable[[dict], float], space: Mapping = GILS_SEARCH_SPACE,
     if direction not in ("maximize", "minimize"):
         raise ValueError(f"direction must be 'maximize' or 'minimize', got {direction!r}")
     space = _check_space(space)
-    startup = {} if n_startup_trials is None else {"n_startup_trials": _check_int(n_startup_trials, "n_startup_trials")}
+    startup = {"n_startup_trials": min(10, max(1, n_trials // 3)) if n_startup_trials is None
+               else _check_int(n_startup_trials, "n_startup_trials")}
     if not verbose:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     if sampler == "gp":

@@ -413,6 +413,9 @@ class History:
     def __len__(self) -> int:
         return len(self.records)
 
+    def __contains__(self, key: str) -> bool:
+        return bool(self.records) and key in self.records[-1]
+
     @property
     def last(self) -> dict:
         if not self.records:

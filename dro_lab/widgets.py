@@ -478,7 +478,7 @@ def gamma_for_radius(shift: Callable[[float], float], radius: float, *, lo: floa
     return best
 
 
-def gils_toy_panel(model, x, y, *, alpha: float = 0.3, gamma: float = 1.0, eta: float = 0.5, steps: int = 10,
+def gils_toy_panel(model, x, y, *, alpha: float = 0.3, gamma: float = 1.0, eta: float = 0.1, steps: int = 10,
                    target_radius: float | None = None, grid: int = 80) -> W.Box:
     r"""The GI-LS shift on a 2-D toy, live (spec §1.6 and §5 figure 5): ``model`` a small classifier with
     ``penultimate`` and ``classifier`` (e.g. :class:`dro_lab.models.MLP` on 2 inputs), ``x`` (n, 2) points

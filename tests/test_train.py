@@ -260,3 +260,12 @@ def test_a_transform_may_return_several_sequential_steps():
         F.cross_entropy(ref(xx), y).backward()
         opt.step()
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(model.parameters(), ref.parameters()))
+
+
+def test_history_membership():
+    from dro_lab.train import History
+
+    h = History()
+    assert "test_accuracy" not in h
+    h.append({"epoch": 1, "test_accuracy": 0.5})
+    assert "test_accuracy" in h and "nope" not in h
