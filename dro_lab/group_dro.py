@@ -84,12 +84,13 @@ class GroupDROStrategy(Strategy):
               model: torch.nn.Module | None = None, train=None, loss_fn: Callable | None = None) -> None:
         super().setup(n, device=device, generator=generator)
         labels = _labels_of(train).to(device) if train is not None and self.grouping != "group" else None
+        self.member_table = None  # which group each example is in, for group-first sampling
         if self.grouping == "sample":
             self.group_of = torch.arange(n, device=device)
             self.c = n
             sizes = torch.ones(n, dtype=torch.float64, device=device)
         elif self.grouping == "class":
-            self.group_of = labels
+            self.group_of = self.member_table = labels
             self.c = int(getattr(train, "num_classes", None) or int(labels.max()) + 1)
             sizes = torch.bincount(labels, minlength=self.c).to(torch.float64)
         else:
@@ -104,15 +105,9 @@ class GroupDROStrategy(Strategy):
                 sizes = torch.bincount(table.to(device), minlength=self.c).to(torch.float64)
             else:
                 sizes = torch.full((self.c,), float(n), dtype=torch.float64, device=device)
-            if self.external_groups or table is None:
-                self.member_table = None
-            else:
+            if table is not None and not self.external_groups:
                 self.member_table = table.to(device)
         self.sizes = sizes
-        if self.grouping == "sample":
-            self.member_table = None
-        elif self.grouping == "class":
-            self.member_table = labels
         self.prior_vec = self._prior(train, sizes)
 
     def _prior(self, train, sizes: Tensor):
@@ -155,10 +150,10 @@ class GroupDROStrategy(Strategy):
             return
         if self.member_table is None:
             raise ValueError(f"sampling={self.sampling!r} needs group membership (grouping 'class' or a dataset with groups)")
-        order = torch.argsort(self.member_table.cpu(), stable=True)
-        starts = torch.cumsum(torch.bincount(self.member_table.cpu(), minlength=self.c), 0) - \
-            torch.bincount(self.member_table.cpu(), minlength=self.c)
-        counts = torch.bincount(self.member_table.cpu(), minlength=self.c)
+        members = self.member_table.cpu()
+        order = torch.argsort(members, stable=True)  # examples sorted by group; group j starts at starts[j]
+        counts = torch.bincount(members, minlength=self.c)
+        starts = torch.cumsum(counts, 0) - counts
         for _ in range(math.ceil(self.n / batch_size)):
             g = torch.multinomial(self.optimizer.group_probabilities().float().cpu(), batch_size, replacement=True,
                                   generator=self.generator)
