@@ -2,9 +2,10 @@
 
 ::
 
-    dro-lab course list [--syllabus PATH] [--preset NAME]
+    dro-lab course list [--syllabus PATH] [--preset NAME] [--markdown]
     dro-lab course run  [--preset smoke|full|gpu] [--jobs N] [--out DIR] [--only LESSON ...]
-                        [-p NAME VALUE ...] [--no-html] [--timeout S] [--syllabus PATH]
+                        [-p NAME VALUE ...] [--sweep PARAM=v1,v2,...] [--force | --resume]
+                        [--no-html] [--timeout S] [--syllabus PATH]
     dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
     dro-lab --version
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["build_parser", "main"]
 
@@ -26,6 +27,24 @@ def _version() -> str:
     from . import __version__
 
     return __version__
+
+
+def _sweep_argument(text: str) -> tuple[str, list[Any]]:
+    from .course import parse_sweep
+
+    try:
+        return parse_sweep(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class _OneSweep(argparse.Action):
+    """``--sweep`` may be given once: a second one is a usage error, not a silent override."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(self, "given twice; one sweep per run (run the second sweep separately)")
+        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,12 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = course_commands.add_parser("list", help="print the syllabus: lessons in order, goals, presets")
     listing.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
     listing.add_argument("--preset", metavar="NAME", help="also show each lesson's parameters for this preset")
+    listing.add_argument("--markdown", action="store_true",
+                         help="print the syllabus as Markdown (order, titles, goals, prerequisites, papers, minutes)")
 
     run = course_commands.add_parser(
         "run",
         help="execute lessons with papermill; write notebooks, HTML and a summary",
         description="Execute the lessons (each in its own kernel) into OUT/<id>.ipynb and OUT/<id>.html, "
-        "and write OUT/summary.md, OUT/summary.json and OUT/index.html. Exit status 1 if any lesson failed.",
+        "and write OUT/summary.md, OUT/summary.json and OUT/index.html. Lessons already executed into OUT "
+        "with the same preset, parameters and notebook are reused (status 'cached') unless --force. "
+        "With --sweep PARAM=v1,v2,... the lessons run once per value into OUT/sweep-PARAM/PARAM=v/ and "
+        "OUT/sweep-PARAM/index.html shows every recorded number against the value. "
+        "Exit status 1 if any lesson failed.",
     )
     run.add_argument("--preset", default="smoke", help="preset from the syllabus (default: smoke)")
     run.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="lessons run at once (default: 1)")
@@ -60,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a notebook parameter, e.g. -p beta 10 (Python literals are parsed; "
         "passed only to lessons that declare NAME)",
     )
+    run.add_argument(
+        "--sweep", type=_sweep_argument, action=_OneSweep, metavar="PARAM=v1,v2,...",
+        help="run the selected lessons once per value of PARAM (split on top-level commas: "
+        "betas=[0.1,1],[10,100] is two lists) and write a cross-value figure and table to OUT/sweep-PARAM/",
+    )
+    again = run.add_mutually_exclusive_group()
+    again.add_argument("--resume", dest="force", action="store_false",
+                       help="reuse lessons already executed into OUT with the same parameters (the default)")
+    again.add_argument("--force", dest="force", action="store_true", help="execute every lesson again")
+    run.set_defaults(force=False)
     run.add_argument("--no-html", dest="html", action="store_false", help="skip the HTML export")
     run.add_argument("--timeout", type=float, default=None, metavar="S",
                      help="per-cell execution timeout in seconds (default: 600)")
@@ -77,6 +112,11 @@ def _course_list(args: argparse.Namespace) -> int:
     syllabus = load_syllabus(args.syllabus, check_notebooks=False)
     if args.preset is not None and args.preset not in syllabus.presets:
         raise ValueError(f"Invalid preset: {args.preset!r}; the syllabus has {', '.join(syllabus.presets)}")
+    if args.markdown:
+        from .course import syllabus_markdown
+
+        print(syllabus_markdown(syllabus))
+        return 0
     print(f"{syllabus.title}  ({syllabus.path})")
     if syllabus.description:
         print(syllabus.description.strip())
@@ -102,18 +142,28 @@ def _course_list(args: argparse.Namespace) -> int:
 
 
 def _course_run(args: argparse.Namespace) -> int:
-    from .course import DEFAULT_TIMEOUT, load_syllabus, parse_parameter_value, run_course, summary_table
+    from pathlib import Path
+
+    from .course import (
+        DEFAULT_TIMEOUT, load_syllabus, parse_parameter_value, run_course, run_sweep, summary_table, sweep_table,
+    )
 
     syllabus = load_syllabus(args.syllabus)
     parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
+    swept = args.sweep[0] if args.sweep else None
 
     def progress(result) -> None:
+        value = f" ({swept}={result.parameters[swept]!r})" if swept and swept in result.parameters else ""
+        if result.status == "cached":
+            print(f"[cached] {result.id}{value}: reused the run of {result.seconds:.1f} s (--force re-runs)",
+                  file=sys.stderr, flush=True)
+            return
         where = f" at {result.failing_cell.describe()}" if result.failing_cell else ""
         error = f" ({result.error})" if result.error and not result.failing_cell else ""
-        print(f"[{result.status}] {result.id} in {result.seconds:.1f} s{where}{error}", file=sys.stderr, flush=True)
+        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{where}{error}",
+              file=sys.stderr, flush=True)
 
-    results = run_course(
-        syllabus,
+    common = dict(
         preset=args.preset,
         out=args.out,
         jobs=args.jobs,
@@ -121,12 +171,19 @@ def _course_run(args: argparse.Namespace) -> int:
         parameters=parameters,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         html=args.html,
+        force=args.force,
         kernel_name=args.kernel_name,
         on_result=progress,
     )
-    print(summary_table(results))
-    from pathlib import Path
+    if args.sweep:
+        param, values = args.sweep
+        sweep = run_sweep(syllabus, param, values, **common)
+        print(sweep_table(sweep))
+        print(f"\nsweep: {sweep.out / 'sweep.md'}   figure and links: {sweep.out / 'index.html'}")
+        return 0 if sweep.ok else 1
 
+    results = run_course(syllabus, **common)
+    print(summary_table(results))
     out = Path(args.out)
     print(f"\nsummary: {out / 'summary.md'}" + (f"   pages: {out / 'index.html'}" if args.html else ""))
     return 1 if any(r.status == "failed" for r in results) else 0

@@ -4,7 +4,10 @@ The lessons are Jupyter notebooks listed in ``course/syllabus.yaml``. This modul
 into small frozen dataclasses (:func:`load_syllabus`), executes lessons with papermill, one
 papermill process and kernel per lesson and optionally several lessons at once (:func:`run_course`),
 exports every executed notebook to HTML with nbconvert, and writes a summary (``summary.md``,
-``summary.json`` and an ``index.html`` that links every page).
+``summary.json`` and an ``index.html`` that links every page). A lesson already executed into the
+same folder with the same preset, parameters and notebook is not run again (resume; ``force``
+re-runs). :func:`run_sweep` runs lessons once per value of one parameter and draws every recorded
+number against that value (:func:`sweep_figure`, :func:`sweep_table`).
 
 Inside a lesson, :func:`record` stores a named value (a metric, a figure's key number) so that a
 batch run, a test or a parameter sweep can read results without parsing cell outputs::
@@ -41,16 +44,24 @@ __all__ = [
     "Lesson",
     "LessonResult",
     "Syllabus",
+    "SweepResult",
     "SyllabusError",
     "find_failing_cell",
     "find_syllabus",
     "load_syllabus",
+    "notebook_parameters",
     "parse_parameter_value",
+    "parse_sweep",
     "read_records",
     "record",
     "run_course",
+    "run_sweep",
     "summary_table",
+    "sweep_figure",
+    "sweep_table",
+    "syllabus_markdown",
     "write_summary",
+    "write_sweep_summary",
 ]
 
 #: Environment variable naming the JSON file that :func:`record` writes to.
@@ -639,15 +650,118 @@ def _papermill_command(task: Mapping[str, Any], executed: Path) -> list[str]:
     return command
 
 
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    """A stable text form of a JSON value, for comparing parameters across runs."""
+    return json.dumps(_jsonable(value), sort_keys=True, default=str)
+
+
+def _run_record_path(task: Mapping[str, Any]) -> Path:
+    return Path(task["out"]) / f"{task['id']}.run.json"
+
+
+def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
+    """``<out>/<id>.run.json``: what ran and how it ended (the key of resume)."""
+    from . import __version__
+
+    payload = {
+        "id": task["id"],
+        "preset": task["preset"],
+        "parameters": _jsonable(task["parameters"]),
+        "notebook": task["notebook"],
+        "notebook_sha256": task["notebook_sha256"],
+        "dro_lab": __version__,
+        "status": result.status,
+        "seconds": result.seconds,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    path = _run_record_path(task)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult | None:
+    """The earlier run of ``task`` if it can stand for a new one (resume), else None.
+
+    Reusable: ``<id>.run.json`` says ``ok`` for the same preset, parameters and source-notebook
+    hash, and the executed notebook is still there. A missing HTML page is exported again.
+    """
+    out = Path(task["out"])
+    lesson_id = task["id"]
+    try:
+        previous = json.loads(_run_record_path(task).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    executed = out / f"{lesson_id}.ipynb"
+    if not (
+        isinstance(previous, dict)
+        and previous.get("status") == "ok"
+        and previous.get("preset") == task["preset"]
+        and previous.get("notebook_sha256") == task["notebook_sha256"]
+        and _canonical(previous.get("parameters")) == _canonical(task["parameters"])
+        and executed.is_file()
+    ):
+        return None
+    seconds = previous.get("seconds")
+    result = LessonResult(
+        id=lesson_id, title=task["title"], status="cached", parameters=dict(task["parameters"]),
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0, notebook=executed,
+    )
+    html_path = out / f"{lesson_id}.html"
+    if task["html"]:
+        if not html_path.is_file():  # the earlier run had --no-html: export now, no re-execution
+            try:
+                with html_lock:
+                    _export_html(executed, html_path, task["title"])
+            except Exception:
+                return None
+        result.html = html_path
+    elif html_path.is_file():
+        result.html = html_path
+    record_path = out / f"{lesson_id}.record.json"
+    if record_path.is_file():
+        result.record_file = record_path
+        result.records = read_records(record_path)
+    log_path = out / f"{lesson_id}.log"
+    result.log = log_path if log_path.is_file() else None
+    return result
+
+
+#: Seconds between two papermill launches of this process. jupyter_client chooses a kernel's ports by
+#: binding and releasing them, so kernels started at the same moment can pick the same ports and
+#: lose messages (a hang until the cell timeout; papermill issue #511). Spacing the launches lets
+#: each kernel bind its ports before the next one chooses.
+_LAUNCH_GAP = 2.0
+_launch_lock = threading.Lock()
+_last_launch = [-math.inf]
+
+
+def _launch(command: list[str], **kwargs: Any) -> subprocess.Popen:
+    with _launch_lock:
+        wait = _last_launch[0] + _LAUNCH_GAP - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        process = subprocess.Popen(command, **kwargs)
+        _last_launch[0] = time.monotonic()
+    return process
+
+
 def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult:
-    """Run one lesson: papermill in a subprocess (its own kernel), then the HTML export. Never raises."""
+    """Run one lesson: papermill in a subprocess (its own kernel), then the HTML export. Never raises
+    for a failing lesson; writes ``<id>.run.json`` at the end."""
     out = Path(task["out"])
     lesson_id = task["id"]
     executed = out / f"{lesson_id}.ipynb"
     html_path = out / f"{lesson_id}.html"
     record_path = out / f"{lesson_id}.record.json"
     log_path = out / f"{lesson_id}.log"
-    for stale in (executed, html_path, record_path):
+    for stale in (_run_record_path(task), executed, html_path, record_path):
         stale.unlink(missing_ok=True)  # results must come from this run only
 
     env = {
@@ -663,12 +777,14 @@ def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesso
     # A subprocess, not a worker of ours: papermill's own CLI, whose log (and the kernel's stderr)
     # goes to <id>.log instead of the terminal; and no multiprocessing re-import of the caller.
     with open(log_path, "w", encoding="utf-8") as log_file:
-        completed = subprocess.run(
+        process = _launch(
             _papermill_command(task, executed), env=env, stdin=subprocess.DEVNULL,
-            stdout=log_file, stderr=subprocess.STDOUT, check=False,
+            stdout=log_file, stderr=subprocess.STDOUT,
         )
+        start = time.perf_counter()  # not counting the wait for a launch slot
+        returncode = process.wait()
     log = log_path.read_text(encoding="utf-8", errors="replace")
-    if completed.returncode != 0:
+    if returncode != 0:
         result.status = "failed"
         cell = find_failing_cell(executed, log)
         result.failing_cell = cell
@@ -677,7 +793,7 @@ def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesso
         else:
             found = _last_exception_line(log)
             result.error = (
-                f"{found[0]}: {found[1]}" if found else f"papermill exited with status {completed.returncode}"
+                f"{found[0]}: {found[1]}" if found else f"papermill exited with status {returncode}"
             ) + f" (see {log_path.name})"
 
     if executed.is_file():
@@ -695,13 +811,150 @@ def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesso
         result.records = read_records(record_path)
     result.log = log_path
     result.seconds = time.perf_counter() - start
+    _write_run_record(task, result)
     return result
 
 
-def _declared_parameters(notebook: Path) -> set[str]:
-    import papermill
+def notebook_parameters(notebook: str | os.PathLike[str]) -> set[str]:
+    """Names assigned in the notebook's (first) ``parameters`` cell (empty if it has none).
 
-    return set(papermill.inspect_notebook(str(notebook)))
+    Read with :mod:`ast`: ``papermill.inspect_notebook`` skips lines whose comment it cannot parse
+    (``beta = 10.0  # β = 1/τ ...``), which would hide declared parameters.
+    """
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code" or "parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # e.g. IPython magics: fall back on papermill's own reader
+            import papermill
+
+            return set(papermill.inspect_notebook(str(notebook)))
+        names: set[str] = set()
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        names.add(name.id)
+        return names
+    return set()
+
+
+def _check_run_arguments(
+    syllabus: Syllabus | str | os.PathLike[str] | None,
+    preset: str,
+    jobs: int,
+    timeout: float | None,
+    only: Sequence[str] | None,
+) -> tuple[Syllabus, list[Lesson]]:
+    if not isinstance(syllabus, Syllabus):
+        syllabus = load_syllabus(syllabus)
+    if preset not in syllabus.presets:
+        raise ValueError(f"Invalid preset: {preset!r}; the syllabus has {', '.join(syllabus.presets)}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"Invalid number of jobs: {jobs!r} (expected an integer >= 1)")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"Invalid timeout: {timeout!r} (expected seconds > 0 or None)")
+    selected = syllabus.select(only)
+    for lesson in selected:
+        if not lesson.notebook.is_file():
+            raise FileNotFoundError(f"Lesson {lesson.id!r}: notebook not found: {lesson.notebook}")
+    return syllabus, selected
+
+
+def _check_overrides(
+    selected: Sequence[Lesson], overrides: Mapping[str, Any], declared: Mapping[str, set[str]]
+) -> None:
+    undeclared = [name for name in overrides if not any(name in d for d in declared.values())]
+    if undeclared:
+        raise ValueError(
+            f"Invalid parameter(s) {undeclared}: not declared in the parameters cell of any selected "
+            f"lesson ({', '.join(lesson.id for lesson in selected)})"
+        )
+
+
+def _make_task(
+    lesson: Lesson, *, preset: str, params: dict[str, Any], out_dir: Path, timeout: float | None,
+    kernel_name: str | None, html: bool, notebook_sha256: str,
+) -> dict[str, Any]:
+    return {
+        "id": lesson.id,
+        "title": lesson.title,
+        "notebook": str(lesson.notebook),
+        "notebook_sha256": notebook_sha256,
+        "out": str(out_dir),
+        "preset": preset,
+        "parameters": params,
+        "timeout": timeout,
+        "kernel_name": kernel_name,
+        "html": html,
+        "env": {},
+    }
+
+
+def _run_tasks(
+    tasks: Sequence[dict[str, Any]],
+    *,
+    jobs: int,
+    force: bool,
+    on_result: Callable[[LessonResult], None] | None,
+) -> list[LessonResult]:
+    """Run ``tasks`` (reusing earlier runs unless ``force``), ``jobs`` at a time; results in task order."""
+    html_lock = threading.Lock()
+    results: list[LessonResult | None] = [None] * len(tasks)
+    pending: list[int] = []
+    for position, task in enumerate(tasks):
+        cached = None if force else _cached_result(task, html_lock)
+        if cached is None:
+            pending.append(position)
+            continue
+        results[position] = cached
+        if on_result is not None:
+            on_result(cached)
+
+    # Several torch kernels on few cores fight for them; share the cores unless the user chose.
+    workers = min(jobs, max(1, len(pending)))
+    if workers > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        env = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        for position in pending:
+            tasks[position]["env"] = env
+
+    if pending:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        # Threads only wait on papermill subprocesses, so the GIL is no bottleneck.
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(_execute_lesson, tasks[p], html_lock): p for p in pending}
+            for future in as_completed(futures):
+                position = futures[future]
+                task = tasks[position]
+                try:
+                    result = future.result()
+                except Exception as exc:  # e.g. the output folder vanished; report, go on
+                    result = LessonResult(
+                        id=task["id"], title=task["title"], status="failed",
+                        parameters=task["parameters"], error=f"{type(exc).__name__}: {exc}",
+                    )
+                results[position] = result
+                if on_result is not None:
+                    on_result(result)
+    return [r for r in results if r is not None]
+
+
+def _in_syllabus_order(syllabus: Syllabus, results: Iterable[LessonResult]) -> list[LessonResult]:
+    by_id = {r.id: r for r in results}
+    return [
+        by_id.get(lesson.id) or LessonResult(id=lesson.id, title=lesson.title, status="skipped")
+        for lesson in syllabus.lessons
+    ]
 
 
 def run_course(
@@ -714,6 +967,7 @@ def run_course(
     parameters: Mapping[str, Any] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     html: bool = True,
+    force: bool = False,
     kernel_name: str | None = None,
     on_result: Callable[[LessonResult], None] | None = None,
 ) -> list[LessonResult]:
@@ -724,8 +978,14 @@ def run_course(
     does not stop the others: it is reported with its failing cell, and its partial executed
     notebook and HTML are still written. Written under ``out`` only::
 
-        <id>.ipynb  <id>.html  <id>.log  <id>.record.json   per lesson (record: if it recorded)
-        summary.md  summary.json  index.html                for the run
+        <id>.ipynb  <id>.html  <id>.log  <id>.record.json  <id>.run.json   per lesson
+        summary.md  summary.json  index.html                               for the run
+
+    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256,
+    the dro_lab version, the status and the seconds of the lesson's last run. A lesson whose last
+    run in ``out`` was ok with the same preset, parameters and notebook, and whose executed notebook
+    is still there, is not executed again: its result has status ``"cached"`` (an ok status) and the
+    stored seconds and records. Failed lessons always run again; ``force=True`` re-runs everything.
 
     The kernels see ``PLOTLY_RENDERER=notebook`` (figures embedded in the HTML),
     ``DRO_LAB_PRESET`` = the preset passed, ``DRO_LAB_RECORD`` = ``<out>/<id>.record.json`` and,
@@ -741,6 +1001,7 @@ def run_course(
             that declare it; one that no selected lesson declares is an error (a typo).
         timeout: per-cell execution timeout in seconds (None: no limit).
         html: export each executed notebook to HTML.
+        force: execute every selected lesson even when an earlier run in ``out`` can be reused.
         kernel_name: Jupyter kernel; default: the one in each notebook's metadata.
         on_result: called with each :class:`LessonResult` as soon as it is known.
 
@@ -750,84 +1011,25 @@ def run_course(
     Raises:
         ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter.
     """
-    if not isinstance(syllabus, Syllabus):
-        syllabus = load_syllabus(syllabus)
-    if preset not in syllabus.presets:
-        raise ValueError(f"Invalid preset: {preset!r}; the syllabus has {', '.join(syllabus.presets)}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"Invalid number of jobs: {jobs!r} (expected an integer >= 1)")
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"Invalid timeout: {timeout!r} (expected seconds > 0 or None)")
-    selected = syllabus.select(only)
-    for lesson in selected:
-        if not lesson.notebook.is_file():
-            raise FileNotFoundError(f"Lesson {lesson.id!r}: notebook not found: {lesson.notebook}")
-
+    syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
     overrides = dict(parameters or {})
-    declared = {lesson.id: _declared_parameters(lesson.notebook) for lesson in selected} if overrides else {}
-    undeclared = [name for name in overrides if not any(name in d for d in declared.values())]
-    if undeclared:
-        raise ValueError(
-            f"Invalid parameter(s) {undeclared}: not declared in the parameters cell of any selected "
-            f"lesson ({', '.join(lesson.id for lesson in selected)})"
-        )
+    declared = {lesson.id: notebook_parameters(lesson.notebook) for lesson in selected} if overrides else {}
+    _check_overrides(selected, overrides, declared)
 
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = out_dir.resolve()
 
-    # Several torch kernels on few cores fight for them; share the cores unless the user chose.
-    env: dict[str, str] = {}
-    workers = min(jobs, max(1, len(selected)))
-    if workers > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // workers))
-        env = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-
     tasks = []
     for lesson in selected:
         params = lesson.parameters(preset)
         params.update({k: v for k, v in overrides.items() if k in declared.get(lesson.id, ())})
-        tasks.append(
-            {
-                "id": lesson.id,
-                "title": lesson.title,
-                "notebook": str(lesson.notebook),
-                "out": str(out_dir),
-                "preset": preset,
-                "parameters": params,
-                "timeout": timeout,
-                "kernel_name": kernel_name,
-                "html": html,
-                "env": env,
-            }
-        )
-
-    results: dict[str, LessonResult] = {}
-    if tasks:
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
-        html_lock = threading.Lock()
-        # Threads only wait on papermill subprocesses, so the GIL is no bottleneck.
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_execute_lesson, task, html_lock): task for task in tasks}
-            for future in as_completed(futures):
-                task = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:  # e.g. the output folder vanished; report, go on
-                    result = LessonResult(
-                        id=task["id"], title=task["title"], status="failed",
-                        parameters=task["parameters"], error=f"{type(exc).__name__}: {exc}",
-                    )
-                results[result.id] = result
-                if on_result is not None:
-                    on_result(result)
-
-    ordered = []
-    for lesson in syllabus.lessons:
-        if lesson.id not in results:
-            results[lesson.id] = LessonResult(id=lesson.id, title=lesson.title, status="skipped")
-        ordered.append(results[lesson.id])
+        tasks.append(_make_task(
+            lesson, preset=preset, params=params, out_dir=out_dir, timeout=timeout, kernel_name=kernel_name,
+            html=html, notebook_sha256=_sha256(lesson.notebook),
+        ))
+    results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    ordered = _in_syllabus_order(syllabus, results)
     write_summary(ordered, out_dir, syllabus=syllabus, preset=preset, parameters=overrides)
     return ordered
 
@@ -835,6 +1037,8 @@ def run_course(
 # --------------------------------------------------------------------------------------------
 # Summary
 # --------------------------------------------------------------------------------------------
+
+_STATUSES = ("ok", "cached", "failed", "skipped")
 
 
 def _md_cell(text: str) -> str:
@@ -856,6 +1060,25 @@ def summary_table(results: Sequence[LessonResult]) -> str:
     return "\n".join(lines)
 
 
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _is_number(value: Any) -> bool:
+    """A plottable number: int or float (not bool), finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _tally(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{counts[s]} {s}" for s in _STATUSES)
+
+
 def write_summary(
     results: Sequence[LessonResult],
     out: str | os.PathLike[str],
@@ -864,17 +1087,28 @@ def write_summary(
     preset: str | None = None,
     parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write ``summary.md``, ``summary.json`` and ``index.html`` into ``out``; return their paths."""
+    """Write ``summary.md``, ``summary.json`` and ``index.html`` into ``out``; return their paths.
+
+    ``index.html`` links every executed lesson (HTML page, notebook, log) and shows its status
+    (ok / cached / failed / skipped), its seconds beside the syllabus's expected minutes for the
+    preset, the failing cell, and its scalar records (collapsed).
+    """
     out = Path(out)
-    counts = {s: sum(r.status == s for r in results) for s in ("ok", "failed", "skipped")}
+    counts = {s: sum(r.status == s for r in results) for s in _STATUSES}
     from . import __version__
 
     title = syllabus.title if syllabus else "dro_lab course"
     header = f"preset `{preset}`" + (f", parameters `{dict(parameters)}`" if parameters else "")
+    lessons = {lesson.id: lesson for lesson in syllabus.lessons} if syllabus else {}
+
+    def expected_minutes(r: LessonResult) -> float | None:
+        lesson = lessons.get(r.id)
+        return lesson.minutes.get(preset) if lesson is not None and preset is not None else None
+
     md = [
         f"# {title}: run summary",
         "",
-        f"{header}; {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped.",
+        f"{header}; {_tally(counts)}.",
         "",
         summary_table(results),
         "",
@@ -882,6 +1116,11 @@ def write_summary(
     paths = {"md": out / "summary.md", "json": out / "summary.json", "html": out / "index.html"}
     paths["md"].write_text("\n".join(md), encoding="utf-8")
 
+    lesson_dicts = []
+    for r in results:
+        entry = r.to_dict(relative_to=out)
+        entry["expected_minutes"] = expected_minutes(r)
+        lesson_dicts.append(entry)
     payload = {
         "title": title,
         "syllabus": str(syllabus.path) if syllabus else None,
@@ -892,38 +1131,525 @@ def write_summary(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "counts": counts,
         "ok": counts["failed"] == 0,
-        "lessons": [r.to_dict(relative_to=out) for r in results],
+        "lessons": lesson_dicts,
     }
     paths["json"].write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
 
     def link(path: Path | None, label: str) -> str:
         if path is None:
             return ""
-        return f'<a href="{html.escape(os.path.relpath(path, out))}">{label}</a>'
+        return f'<a href="{html.escape(Path(os.path.relpath(path, out)).as_posix())}">{label}</a>'
 
-    tally = f"{header.replace('`', '')}; {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped."
+    tally = f"{header.replace('`', '')}; {_tally(counts)}."
     rows = []
     for r in results:
         failing = r.failing_cell.describe() if r.failing_cell else (r.error or "")
         seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
+        if r.status == "cached" and seconds:
+            seconds += " (earlier run)"
+        minutes = expected_minutes(r)
+        expected = f"{60 * minutes:.0f}" if minutes is not None else ""
+        over = minutes is not None and r.status in ("ok", "cached") and r.seconds > 60 * minutes
+        slow = ' class="slow"' if over else ""
         title_cell = link(r.html, html.escape(r.title)) or html.escape(r.title)
         files = " ".join(filter(None, (link(r.html, "HTML"), link(r.notebook, "notebook"), link(r.log, "log"))))
+        scalars = {k: v for k, v in r.records.items() if _is_scalar(v)}
+        if scalars:
+            items = "".join(
+                f"<tr><td>{html.escape(k)}</td><td>{html.escape(_format_value(v))}</td></tr>"
+                for k, v in scalars.items()
+            )
+            records_cell = (f"<details><summary>{len(scalars)} records</summary>"
+                            f'<table class="records">{items}</table></details>')
+        else:
+            records_cell = ""
         rows.append(
             f'<tr class="{r.status}"><td>{html.escape(r.id)}</td><td>{title_cell}</td><td>{r.status}</td>'
-            f"<td>{seconds}</td><td>{files}</td><td><code>{html.escape(failing)}</code></td></tr>"
+            f"<td{slow}>{seconds}</td><td>{expected}</td><td>{files}</td>"
+            f"<td><code>{html.escape(failing)}</code></td><td>{records_cell}</td></tr>"
         )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}
-tr.failed td{{background:#fdd}}tr.skipped td{{color:#888}}</style></head>
+td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}}
+tr.failed td{{background:#fdd}}tr.skipped td{{color:#888}}tr.cached td{{background:#f4f8ff}}
+td.slow{{color:#b00}}table.records td{{border:none;padding:0 .6em 0 0;font-size:90%}}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p>{html.escape(tally)}</p>
-<table><thead><tr><th>lesson</th><th>title</th><th>status</th><th>seconds</th><th>files</th>
-<th>failing cell</th></tr></thead>
+<table><thead><tr><th>lesson</th><th>title</th><th>status</th><th>seconds</th>
+<th>expected seconds ({html.escape(str(preset))})</th><th>files</th><th>failing cell</th><th>records</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table></body></html>
 """
     paths["html"].write_text(page, encoding="utf-8")
     return paths
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter sweeps
+# --------------------------------------------------------------------------------------------
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split ``text`` on the commas that are outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, None, 0
+    closing = {")": "(", "]": "[", "}": "{"}
+    for position, char in enumerate(text):
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in closing:
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            parts.append(text[start:position])
+            start = position + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts]
+
+
+def parse_sweep(text: str) -> tuple[str, list[Any]]:
+    """Parse ``PARAM=v1,v2,...`` into ``(param, [values])``.
+
+    Values are split on top-level commas only (``betas=[0.1,1],[10,100]`` is two lists) and each
+    is parsed with :func:`parse_parameter_value`.
+
+    Raises:
+        ValueError: no ``=``, a name that is not a Python identifier, an empty or repeated value.
+    """
+    name, sep, rest = text.partition("=")
+    name = name.strip()
+    if not sep:
+        raise ValueError(f"Invalid sweep {text!r}: expected PARAM=v1,v2,... (e.g. beta=0.1,1,10)")
+    if not _IDENT_RE.match(name):
+        raise ValueError(f"Invalid sweep {text!r}: {name!r} is not a parameter name")
+    items = _split_top_level(rest)
+    if any(not item for item in items):
+        raise ValueError(f"Invalid sweep {text!r}: empty value (values are separated by single commas)")
+    values = [parse_parameter_value(item) for item in items]
+    seen: set[str] = set()
+    for value in values:
+        key = _canonical(value) + type(value).__name__
+        if key in seen:
+            raise ValueError(f"Invalid sweep {text!r}: value {value!r} is given twice")
+        seen.add(key)
+    return name, values
+
+
+def _value_label(value: Any) -> str:
+    """The text of a swept value: as typed for numbers and strings, ``repr`` otherwise."""
+    return value if isinstance(value, str) else repr(value)
+
+
+def _folder_name(param: str, label: str, taken: set[str]) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.+-]+", "_", label).strip("_.") or "value"
+    name = f"{param}={safe}"
+    candidate, k = name, 2
+    while candidate.lower() in taken:  # case-insensitive file systems
+        candidate, k = f"{name}-{k}", k + 1
+    taken.add(candidate.lower())
+    return candidate
+
+
+@dataclass
+class SweepResult:
+    """The outcome of :func:`run_sweep`.
+
+    Attributes:
+        param: the swept parameter.
+        values: the values, in the order given.
+        runs: value label (the value as typed, e.g. ``"0.1"``) -> one :class:`LessonResult` per
+            syllabus lesson, in syllabus order (unselected lessons ``"skipped"``).
+        out: the sweep's folder ``<out>/sweep-<param>``.
+        folders: value label -> the folder of that value's course run.
+        lessons: ids of the lessons swept.
+        preset: the preset.
+        parameters: the other parameters given (not swept).
+    """
+
+    param: str
+    values: list[Any]
+    runs: dict[str, list[LessonResult]]
+    out: Path | None = None
+    folders: dict[str, Path] = field(default_factory=dict)
+    lessons: list[str] = field(default_factory=list)
+    preset: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        """Value labels, in the order of :attr:`values`."""
+        return list(self.runs)
+
+    @property
+    def ok(self) -> bool:
+        """True when no run of any value failed."""
+        return all(r.ok for results in self.runs.values() for r in results)
+
+    def results(self, label: str) -> list[LessonResult]:
+        """The swept lessons' results for one value label (skipped lessons left out)."""
+        return [r for r in self.runs[label] if r.id in self.lessons or (not self.lessons and r.status != "skipped")]
+
+
+def run_sweep(
+    syllabus: Syllabus | str | os.PathLike[str] | None,
+    param: str,
+    values: Sequence[Any],
+    *,
+    preset: str = "smoke",
+    out: str | os.PathLike[str] = "build/course",
+    jobs: int = 1,
+    only: Sequence[str] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    html: bool = True,
+    force: bool = False,
+    kernel_name: str | None = None,
+    on_result: Callable[[LessonResult], None] | None = None,
+) -> SweepResult:
+    """Run the selected lessons once per value of ``param`` and summarise the records across values.
+
+    Each value is a normal :func:`run_course` run (with resume) into
+    ``<out>/sweep-<param>/<param>=<value>/``; ``jobs`` applies across all (value, lesson) pairs.
+    Then :func:`write_sweep_summary` writes ``sweep.json``, ``sweep.md``, ``sweep.html`` (the figure)
+    and ``index.html`` into ``<out>/sweep-<param>/``. ``on_result`` receives each lesson result as
+    it comes; its ``parameters[param]`` says which value it belongs to.
+
+    Raises:
+        ValueError: an empty or repeated value list, a ``param`` that some selected lesson does not
+            declare (the message lists them), ``param`` also in ``parameters``, and every error of
+            :func:`run_course`.
+    """
+    syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
+    if not isinstance(param, str) or not _IDENT_RE.match(param):
+        raise ValueError(f"Invalid sweep parameter: {param!r} (expected a Python identifier)")
+    values = list(values)
+    if not values:
+        raise ValueError(f"Invalid sweep over {param!r}: no values")
+    labels = [_value_label(v) for v in values]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"Invalid sweep over {param!r}: repeated values in {labels}")
+    overrides = dict(parameters or {})
+    if param in overrides:
+        raise ValueError(
+            f"Invalid sweep: {param!r} is both swept and given as a parameter ({param}={overrides[param]!r}); "
+            "give it once"
+        )
+    if not selected:
+        raise ValueError("Invalid sweep: no lesson selected")
+    declared = {lesson.id: notebook_parameters(lesson.notebook) for lesson in selected}
+    lacking = [lesson.id for lesson in selected if param not in declared[lesson.id]]
+    if lacking:
+        raise ValueError(
+            f"Invalid sweep parameter {param!r}: not declared in the parameters cell of lesson(s) "
+            f"{', '.join(lacking)}; choose lessons that declare it with --only"
+        )
+    _check_overrides(selected, overrides, declared)
+
+    sweep_dir = Path(out) / f"sweep-{param}"
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    sweep_dir = sweep_dir.resolve()
+    taken: set[str] = set()
+    folders = {label: sweep_dir / _folder_name(param, label, taken) for label in labels}
+
+    hashes = {lesson.id: _sha256(lesson.notebook) for lesson in selected}
+    tasks, owner = [], []
+    for value, label in zip(values, labels):
+        folders[label].mkdir(parents=True, exist_ok=True)
+        for lesson in selected:
+            params = lesson.parameters(preset)
+            params.update({k: v for k, v in overrides.items() if k in declared[lesson.id]})
+            params[param] = value
+            tasks.append(_make_task(
+                lesson, preset=preset, params=params, out_dir=folders[label], timeout=timeout,
+                kernel_name=kernel_name, html=html, notebook_sha256=hashes[lesson.id],
+            ))
+            owner.append(label)
+    results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+
+    runs: dict[str, list[LessonResult]] = {}
+    for value, label in zip(values, labels):
+        ordered = _in_syllabus_order(syllabus, [r for r, o in zip(results, owner) if o == label])
+        write_summary(ordered, folders[label], syllabus=syllabus, preset=preset,
+                      parameters={**overrides, param: value})
+        runs[label] = ordered
+    sweep = SweepResult(
+        param=param, values=values, runs=runs, out=sweep_dir, folders=folders,
+        lessons=[lesson.id for lesson in selected], preset=preset, parameters=overrides,
+    )
+    write_sweep_summary(sweep, sweep_dir)
+    return sweep
+
+
+def _sweep_records(sweep: SweepResult) -> dict[str, list[str]]:
+    """Lesson id -> names of its numeric scalar records (in any value), sorted."""
+    names: dict[str, set[str]] = {lesson: set() for lesson in sweep.lessons}
+    for label in sweep.labels:
+        for r in sweep.results(label):
+            names.setdefault(r.id, set()).update(k for k, v in r.records.items() if _is_number(v))
+    return {lesson: sorted(found) for lesson, found in names.items()}
+
+
+def _sweep_value(sweep: SweepResult, label: str, lesson: str, name: str) -> float | None:
+    """A record's value for one value and lesson; None for a failed run or a missing record."""
+    for r in sweep.runs[label]:
+        if r.id == lesson:
+            value = r.records.get(name) if r.ok and r.status != "skipped" else None
+            return float(value) if _is_number(value) else None
+    return None
+
+
+def _sweep_grid(sweep: SweepResult) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (one per value) of the sweep table, as text."""
+    records = _sweep_records(sweep)
+    several = len(records) > 1
+    header = [sweep.param]
+    columns: list[tuple[str, str | None]] = []  # (lesson, record name or None for status/seconds)
+    for lesson, names in records.items():
+        prefix = f"{lesson}: " if several else ""
+        header += [f"{prefix}{name}" for name in names] + [f"{prefix}status", f"{prefix}seconds"]
+        columns += [(lesson, name) for name in names] + [(lesson, "\0status"), (lesson, "\0seconds")]
+    rows = []
+    for label in sweep.labels:
+        by_id = {r.id: r for r in sweep.runs[label]}
+        row = [label]
+        for lesson, name in columns:
+            r = by_id.get(lesson)
+            if name == "\0status":
+                row.append(r.status if r else "")
+            elif name == "\0seconds":
+                row.append(f"{r.seconds:.1f}" if r and r.status != "skipped" else "")
+            else:
+                value = _sweep_value(sweep, label, lesson, name)
+                row.append("" if value is None else f"{value:.6g}")
+        rows.append(row)
+    return header, rows
+
+
+def sweep_table(sweep: SweepResult) -> str:
+    """The sweep as a Markdown table: one row per value; per lesson, one column per numeric scalar
+    record, then its status and seconds. Failed runs and missing records are empty cells."""
+    header, rows = _sweep_grid(sweep)
+    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |",
+             "|" + "---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _sweep_axis(sweep: SweepResult) -> tuple[list[Any], str]:
+    """x values and axis type: numbers on a linear or log axis, else the labels as categories."""
+    if all(_is_number(v) for v in sweep.values):
+        numbers = [float(v) for v in sweep.values]
+        if min(numbers) > 0 and max(numbers) / min(numbers) >= 100:
+            return numbers, "log"
+        return numbers, "linear"
+    return list(sweep.labels), "category"
+
+
+def sweep_figure(sweep: SweepResult, *, columns: int = 3):
+    """A plotly figure of the sweep: one subplot per numeric scalar record (those that change with the
+    value first, then the constant ones, then the run time), x = the swept value, y = the record,
+    one line per lesson; failed runs and missing records are gaps.
+
+    The x axis is logarithmic when every value is a positive number and they span at least two
+    decades; values that are not all numbers are categories, in the order given.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from . import viz
+
+    records = _sweep_records(sweep)
+
+    def varies(name: str) -> bool:  # the records that change with the value come first
+        for lesson, found in records.items():
+            if name in found:
+                ys = {_sweep_value(sweep, label, lesson, name) for label in sweep.labels} - {None}
+                if len(ys) > 1:
+                    return True
+        return False
+
+    names = sorted({name for found in records.values() for name in found}, key=lambda n: (not varies(n), n))
+    names.append("seconds")
+    x, axis_type = _sweep_axis(sweep)
+    order = sorted(range(len(x)), key=lambda i: x[i]) if axis_type != "category" else list(range(len(x)))
+    cols = min(columns, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.08,
+                        vertical_spacing=min(0.12, 0.6 / rows))
+    palette = list(getattr(viz, "PALETTE", [])) or [None]
+    for k, lesson in enumerate(records):
+        color = palette[k % len(palette)]
+        shown = False
+        for position, name in enumerate(names):
+            if name == "seconds":
+                ys = []
+                for label in sweep.labels:
+                    r = next((r for r in sweep.runs[label] if r.id == lesson), None)
+                    ys.append(r.seconds if r is not None and r.ok and r.status != "skipped" else None)
+            elif name in records[lesson]:
+                ys = [_sweep_value(sweep, label, lesson, name) for label in sweep.labels]
+            else:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[x[i] for i in order], y=[ys[i] for i in order], mode="lines+markers", name=lesson,
+                    legendgroup=lesson, showlegend=not shown, line=dict(color=color), connectgaps=False,
+                    hovertemplate=f"{sweep.param}=%{{x}}<br>{name}=%{{y:.4g}}<extra>{lesson}</extra>",
+                ),
+                row=position // cols + 1, col=position % cols + 1,
+            )
+            shown = True
+    fig.update_xaxes(type=axis_type, title_text=sweep.param)
+    fig.update_layout(
+        title=f"Sweep over {sweep.param} ({sweep.preset or ''} preset): records across values",
+        height=max(360, 260 * rows + 120), template="plotly_white",
+    )
+    return fig
+
+
+def write_sweep_summary(sweep: SweepResult, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write the sweep's ``sweep.json``, ``sweep.md``, ``sweep.html`` (the figure, plotly.js inline)
+    and ``index.html`` (figure, table, links to every value's pages) into ``out``; return the paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    from . import __version__
+
+    paths = {name: out / f"sweep.{name}" for name in ("json", "md", "html")}
+    paths["index"] = out / "index.html"
+
+    def rel(path: Path | None) -> str | None:
+        return None if path is None else Path(os.path.relpath(path, out)).as_posix()
+
+    payload = {
+        "param": sweep.param,
+        "values": _jsonable(sweep.values),
+        "labels": sweep.labels,
+        "preset": sweep.preset,
+        "parameters": _jsonable(sweep.parameters),
+        "lessons": sweep.lessons,
+        "dro_lab": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "ok": sweep.ok,
+        "runs": {
+            label: {
+                "value": _jsonable(value),
+                "folder": rel(sweep.folders.get(label)),
+                "lessons": {
+                    r.id: {
+                        "status": r.status,
+                        "seconds": r.seconds,
+                        "records": r.records,
+                        "error": r.error,
+                        "failing_cell": dataclasses.asdict(r.failing_cell) if r.failing_cell else None,
+                        "notebook": rel(r.notebook),
+                        "html": rel(r.html),
+                        "log": rel(r.log),
+                    }
+                    for r in sweep.results(label)
+                },
+            }
+            for value, label in zip(sweep.values, sweep.labels)
+        },
+    }
+    paths["json"].write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+
+    table = sweep_table(sweep)
+    header_line = f"preset `{sweep.preset}`" + (f", parameters `{sweep.parameters}`" if sweep.parameters else "")
+    failed = [f"{sweep.param}={label}: {r.id}" for label in sweep.labels for r in sweep.runs[label]
+              if r.status == "failed"]
+    md = [f"# Sweep over `{sweep.param}`", "", f"{header_line}; lessons {', '.join(sweep.lessons)}; "
+          f"{len(sweep.values)} values; {'all ok' if not failed else 'failed: ' + '; '.join(failed)}.", "", table, ""]
+    paths["md"].write_text("\n".join(md), encoding="utf-8")
+
+    fig = sweep_figure(sweep)
+    fig.write_html(str(paths["html"]), include_plotlyjs=True, full_html=True)
+
+    head, rows = _sweep_grid(sweep)
+    table_html = (
+        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        + "</tbody></table>"
+    )
+
+    def link(path: Path | None, label: str) -> str:
+        return "" if path is None else f'<a href="{html.escape(rel(path) or "")}">{label}</a>'
+
+    items = []
+    for label in sweep.labels:
+        folder = sweep.folders.get(label)
+        entries = []
+        for r in sweep.results(label):
+            files = " ".join(filter(None, (link(r.html, "HTML"), link(r.notebook, "notebook"), link(r.log, "log"))))
+            problem = ""
+            if r.status == "failed":
+                problem = " — <code>" + html.escape(
+                    r.failing_cell.describe() if r.failing_cell else (r.error or "")) + "</code>"
+            entries.append(f'<li class="{r.status}">{html.escape(r.id)}: {r.status}, {r.seconds:.1f} s '
+                           f"{files}{problem}</li>")
+        summary = link(folder / "index.html", "summary page") if folder is not None else ""
+        items.append(f"<li><b>{html.escape(sweep.param)} = {html.escape(label)}</b> {summary}<ul>"
+                     + "".join(entries) + "</ul></li>")
+    figure_div = fig.to_html(full_html=False, include_plotlyjs=True)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Sweep over {html.escape(sweep.param)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:90%}}
+td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right}}li.failed{{color:#b00}}</style></head>
+<body><h1>Sweep over {html.escape(sweep.param)}</h1>
+<p>{html.escape(header_line.replace('`', ''))}; lessons {html.escape(', '.join(sweep.lessons))};
+{'all runs ok' if not failed else html.escape('failed: ' + '; '.join(failed))}.
+Figure alone: <a href="sweep.html">sweep.html</a>; data: <a href="sweep.json">sweep.json</a>,
+<a href="sweep.md">sweep.md</a>.</p>
+{figure_div}
+<h2>Records per value</h2>
+{table_html}
+<h2>Runs</h2>
+<ul>{''.join(items)}</ul>
+</body></html>
+"""
+    paths["index"].write_text(page, encoding="utf-8")
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# The syllabus as Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def syllabus_markdown(syllabus: Syllabus) -> str:
+    """The syllabus as a Markdown page: an overview table (order, lesson, minutes per preset), then
+    one section per lesson with its notebook, prerequisites, papers, minutes and goals. Notebook
+    links are relative to the syllabus's folder (the page is meant to sit beside it, e.g.
+    ``course/syllabus.md``)."""
+    presets = list(syllabus.presets)
+    lines = [f"# {syllabus.title}", ""]
+    if syllabus.description:
+        lines += [syllabus.description.strip(), ""]
+    lines += ["## Presets", "", "| preset | what it runs |", "|---|---|"]
+    lines += [f"| `{name}` | {_md_cell(about)} |" for name, about in syllabus.presets.items()]
+    lines += ["", "## Lessons", "",
+              "| # | lesson | title | " + " | ".join(f"minutes ({p})" for p in presets) + " |",
+              "|---:|---|---|" + "---:|" * len(presets)]
+    for number, lesson in enumerate(syllabus.lessons, start=1):
+        minutes = " | ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "" for p in presets)
+        lines.append(f"| {number} | [`{lesson.id}`](#{lesson.id.lower()}) | {_md_cell(lesson.title)} | {minutes} |")
+    totals = " | ".join(f"{sum(lesson.minutes.get(p, 0) for lesson in syllabus.lessons):g}" for p in presets)
+    lines += [f"| | **total** | | {totals} |", ""]
+    for number, lesson in enumerate(syllabus.lessons, start=1):
+        lines += [f'<a id="{lesson.id.lower()}"></a>', "", f"### {number}. {lesson.title}", ""]
+        target = Path(os.path.relpath(lesson.notebook, syllabus.path.parent)).as_posix()
+        lines.append(f"- **id:** `{lesson.id}`; **notebook:** [`{lesson.notebook_relpath}`]({target})")
+        if lesson.prerequisites:
+            lines.append("- **after:** " + ", ".join(f"`{p}`" for p in lesson.prerequisites))
+        if lesson.minutes:
+            lines.append("- **minutes:** " + ", ".join(f"{p} {m:g}" for p, m in lesson.minutes.items()))
+        for paper in lesson.paper:
+            lines.append(f"- **paper:** {paper}")
+        if lesson.goals:
+            lines += ["", "Goals:", ""] + [f"{k}. {goal}" for k, goal in enumerate(lesson.goals, start=1)]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Tests of the course runner (dro_lab.course) and the ``dro-lab`` command (dro_lab.cli).
 
-The runner is exercised on two tiny fixture notebooks (tests/fixtures/): ``passing.ipynb`` prints
-and records its parameters and shows a plotly figure; ``failing.ipynb`` raises in its third cell.
+The runner is exercised on tiny fixture notebooks (tests/fixtures/): ``passing.ipynb`` prints
+and records its parameters and shows a plotly figure; ``failing.ipynb`` raises in its third cell;
+``square.ipynb`` records ``y = x**2`` and ``half = x / 2`` and fails for ``x < 0`` (resume and
+sweeps; its ``x`` line has a comment with an ``=`` that ``papermill.inspect_notebook`` cannot read); ``minimal.ipynb`` prints its parameters; ``slow.ipynb`` sleeps past a timeout.
 The real lessons are run at the end, marked ``notebook``.
 """
 
@@ -21,12 +23,19 @@ from dro_lab.cli import main
 from dro_lab.course import (
     FailingCell,
     LessonResult,
+    SweepResult,
     SyllabusError,
     load_syllabus,
     parse_parameter_value,
+    parse_sweep,
     read_records,
     record,
     run_course,
+    run_sweep,
+    sweep_figure,
+    sweep_table,
+    syllabus_markdown,
+    write_sweep_summary,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -180,7 +189,7 @@ def test_summary_files(fixture_run):
     assert "failed" in failing_row and "cell 2" in failing_row and "ValueError" in failing_row
 
     data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert data["ok"] is False and data["counts"] == {"ok": 1, "failed": 1, "skipped": 0}
+    assert data["ok"] is False and data["counts"] == {"ok": 1, "cached": 0, "failed": 1, "skipped": 0}
     assert data["preset"] == "smoke" and data["parameters"] == {"greeting": "injected"}
     by_id = {lesson["id"]: lesson for lesson in data["lessons"]}
     assert by_id["passing"]["notebook"] == "passing.ipynb" and by_id["passing"]["html"] == "passing.html"
@@ -188,7 +197,22 @@ def test_summary_files(fixture_run):
 
     index = (out / "index.html").read_text(encoding="utf-8")
     for lesson in ("passing", "failing"):
-        assert f'href="{lesson}.html"' in index and f'href="{lesson}.ipynb"' in index
+        for suffix in ("html", "ipynb", "log"):
+            assert f'href="{lesson}.{suffix}"' in index and (out / f"{lesson}.{suffix}").is_file()
+    assert by_id["passing"]["expected_minutes"] == 0.1 and by_id["failing"]["expected_minutes"] is None
+
+
+def test_summary_page_shows_records_expected_time_and_header(fixture_run):
+    index = (fixture_run.out / "index.html").read_text(encoding="utf-8")
+    passing_row = next(line for line in index.splitlines() if line.startswith('<tr class="ok">'))
+    # The passing lesson's scalar records, collapsed; its expected time (0.1 min) from the syllabus.
+    assert "<details><summary>4 records</summary>" in passing_row
+    assert "<td>greeting</td><td>injected</td>" in passing_row and "<td>seed</td><td>0</td>" in passing_row
+    assert "<td>6</td>" in passing_row
+    failing_row = next(line for line in index.splitlines() if line.startswith('<tr class="failed">'))
+    assert "cell 2" in failing_row and "deliberate failure" in failing_row
+    assert "preset smoke, parameters {&#x27;greeting&#x27;: &#x27;injected&#x27;}" in index
+    assert "1 ok, 0 cached, 1 failed, 0 skipped" in index
 
 
 def test_nothing_is_written_outside_out(fixture_run):
@@ -196,8 +220,9 @@ def test_nothing_is_written_outside_out(fixture_run):
     for name in ("passing.ipynb", "failing.ipynb"):
         assert (fixture_run.root / "src" / name).read_bytes() == (FIXTURES / name).read_bytes()
     expected = {
-        "passing.ipynb", "passing.html", "passing.record.json", "passing.log",
-        "failing.ipynb", "failing.html", "failing.log", "summary.md", "summary.json", "index.html",
+        "passing.ipynb", "passing.html", "passing.record.json", "passing.log", "passing.run.json",
+        "failing.ipynb", "failing.html", "failing.log", "failing.run.json",
+        "summary.md", "summary.json", "index.html",
     }
     assert {p.name for p in fixture_run.out.iterdir()} == expected
 
@@ -230,7 +255,7 @@ def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     assert not (out / "minimal.ipynb").exists()  # --only: the other lesson did not run
     assert not (out / "failing.html").exists()  # --no-html
     data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert data["counts"] == {"ok": 0, "failed": 2, "skipped": 1}
+    assert data["counts"] == {"ok": 0, "cached": 0, "failed": 2, "skipped": 1}
     slow = next(lesson for lesson in data["lessons"] if lesson["id"] == "slow")
     # A cell timeout is no PapermillExecutionError; the running cell is still found.
     assert slow["failing_cell"]["index"] == 1
@@ -435,6 +460,331 @@ def test_lesson_result_to_dict_paths_are_relative(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
+# Resume: lessons already executed with the same parameters are reused
+# --------------------------------------------------------------------------------------------
+
+RESUME_SYLLABUS = """\
+title: Resume course
+lessons:
+  - {id: square, title: Squares a number, notebook: src/square.ipynb, minutes: {smoke: 0.1}}
+  - {id: failing, title: A failing lesson, notebook: src/failing.ipynb}
+"""
+
+
+def file_state(path: Path) -> tuple[int, int]:
+    return path.stat().st_size, path.stat().st_mtime_ns
+
+
+def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
+    syllabus = make_course(tmp_path, RESUME_SYLLABUS)
+    out = tmp_path / "out"
+    kwargs = dict(preset="smoke", out=out, jobs=2, timeout=120, html=False)
+    first = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}
+    assert first["square"].status == "ok" and first["square"].records["y"] == 9
+    assert first["failing"].status == "failed"
+    stored = json.loads((out / "square.run.json").read_text(encoding="utf-8"))
+    assert stored["status"] == "ok" and stored["preset"] == "smoke"
+    assert stored["parameters"] == {"preset": "smoke", "x": 3}  # exactly what papermill got
+    import hashlib
+
+    assert stored["notebook_sha256"] == hashlib.sha256((tmp_path / "src" / "square.ipynb").read_bytes()).hexdigest()
+    assert json.loads((out / "failing.run.json").read_text(encoding="utf-8"))["status"] == "failed"
+    executed = {name: file_state(out / name) for name in ("square.ipynb", "square.log", "square.record.json")}
+    failing_log = file_state(out / "failing.log")
+
+    # Same preset, parameters and notebook: not executed again; the failed lesson runs again.
+    seen = []
+    second = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, on_result=seen.append, **kwargs)}
+    cached = second["square"]
+    assert cached.status == "cached" and cached.ok
+    assert {name: file_state(out / name) for name in executed} == executed  # nothing re-executed
+    assert cached.seconds == stored["seconds"] and cached.records == first["square"].records
+    assert (cached.notebook, cached.log, cached.record_file) == (
+        out / "square.ipynb", out / "square.log", out / "square.record.json")
+    assert second["failing"].status == "failed" and file_state(out / "failing.log") != failing_log
+    assert [r.status for r in seen].count("cached") == 1
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["counts"] == {"ok": 0, "cached": 1, "failed": 1, "skipped": 0}
+    assert "0 ok, 1 cached, 1 failed, 0 skipped" in (out / "summary.md").read_text(encoding="utf-8")
+
+    # Asking for HTML now exports the cached notebook without executing it again.
+    [with_html] = [r for r in run_course(syllabus, only=["square"], parameters={"x": 3},
+                                         **{**kwargs, "html": True}) if r.id == "square"]
+    assert with_html.status == "cached" and with_html.html.is_file()
+    assert file_state(out / "square.ipynb") == executed["square.ipynb"]
+
+    def rerun(**changes):
+        [result] = [r for r in run_course(syllabus, only=["square"], **{**kwargs, **changes}) if r.id == "square"]
+        return result
+
+    changed = rerun(parameters={"x": 4})  # another parameter value: executed
+    assert changed.status == "ok" and changed.records["y"] == 16
+    assert rerun(parameters={"x": 4}).status == "cached"
+    assert rerun(parameters={"x": 4}, preset="full").status == "ok"  # another preset
+    source = tmp_path / "src" / "square.ipynb"
+    nb = nbformat.read(str(source), as_version=4)
+    nb.cells[2].source = nb.cells[2].source.replace('record("half", x / 2)', 'record("half", x / 2.0)')
+    nbformat.write(nb, str(source))
+    assert rerun(parameters={"x": 4}, preset="full").status == "ok"  # the lesson was edited
+    before = file_state(out / "square.ipynb")
+    forced = rerun(parameters={"x": 4}, preset="full", force=True)
+    assert forced.status == "ok" and file_state(out / "square.ipynb") != before
+
+
+def test_cli_resume_and_force(tmp_path, capsys):
+    syllabus = make_course(tmp_path, RESUME_SYLLABUS)
+    argv = ["course", "run", "--syllabus", str(syllabus), "--out", str(tmp_path / "out"), "--only", "square",
+            "--no-html", "--timeout", "120", "-p", "x", "2"]
+    assert main(argv) == 0
+    assert main(argv + ["--resume"]) == 0
+    printed = capsys.readouterr()
+    assert "[cached] square: reused the run of" in printed.err
+    assert "| square | Squares a number | cached |" in printed.out
+    assert main(argv + ["--force"]) == 0
+    assert "[ok] square in" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(argv + ["--force", "--resume"])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeps
+# --------------------------------------------------------------------------------------------
+
+SWEEP_SYLLABUS = """\
+title: Sweep course
+lessons:
+  - {id: square, title: Squares a number, notebook: src/square.ipynb}
+  - {id: minimal, title: A minimal lesson, notebook: src/minimal.ipynb}
+  - {id: failing, title: A failing lesson, notebook: src/failing.ipynb}
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    """``dro-lab course run --only square --sweep x=0.5,2,3,-1``: x = -1 fails in the lesson."""
+    root = tmp_path_factory.mktemp("sweep")
+    syllabus = make_course(root, SWEEP_SYLLABUS)
+    out = root / "out"
+    argv = ["course", "run", "--syllabus", str(syllabus), "--out", str(out), "--only", "square",
+            "--sweep", "x=0.5,2,3,-1", "-p", "label", "run", "--jobs", "2", "--timeout", "120"]
+    status = main(argv)
+    sweep_dir = out / "sweep-x"
+    executed = {p: file_state(p) for p in sweep_dir.rglob("square.ipynb")}
+    # The same sweep through the API: the ok values are reused, the failed one runs again, and so
+    # does the one whose executed notebook is gone.
+    (sweep_dir / "x=3" / "square.ipynb").unlink()
+    seen = []
+    again = run_sweep(syllabus, "x", [0.5, 2, 3, -1], only=["square"], parameters={"label": "run"}, out=out,
+                      jobs=2, timeout=120, on_result=seen.append)
+    return types.SimpleNamespace(root=root, out=out, dir=sweep_dir, status=status, sweep=again, seen=seen,
+                                 executed=executed)
+
+
+def test_sweep_exit_status_and_layout(sweep_run, capsys):
+    assert sweep_run.status == 1  # x = -1 failed
+    folders = sorted(p.name for p in sweep_run.dir.iterdir() if p.is_dir())
+    assert folders == ["x=-1", "x=0.5", "x=2", "x=3"]
+    for name in ("sweep.json", "sweep.md", "sweep.html", "index.html"):
+        assert (sweep_run.dir / name).is_file()
+    for folder in folders:  # each value is a normal course run
+        assert (sweep_run.dir / folder / "summary.json").is_file()
+        assert (sweep_run.dir / folder / "square.run.json").is_file()
+        assert not (sweep_run.dir / folder / "minimal.ipynb").exists()
+
+
+def test_sweep_is_resumed_except_failed_values(sweep_run):
+    statuses = {r.parameters["x"]: r.status for r in sweep_run.seen}
+    assert statuses == {0.5: "cached", 2: "cached", 3: "ok", -1: "failed"}
+    for path, state in sweep_run.executed.items():
+        if "x=-1" not in str(path) and "x=3" not in str(path):
+            assert file_state(path) == state
+
+
+def test_sweep_json_and_table_hold_the_closed_form(sweep_run):
+    data = json.loads((sweep_run.dir / "sweep.json").read_text(encoding="utf-8"))
+    assert data["param"] == "x" and data["values"] == [0.5, 2, 3, -1] and data["ok"] is False
+    assert data["lessons"] == ["square"] and data["parameters"] == {"label": "run"}
+    for label, x in (("0.5", 0.5), ("2", 2), ("3", 3)):
+        run = data["runs"][label]["lessons"]["square"]
+        assert run["status"] in ("ok", "cached") and run["records"]["y"] == x**2 and run["records"]["half"] == x / 2
+        assert run["records"]["label"] == "run"  # -p reaches every value
+    failed = data["runs"]["-1"]["lessons"]["square"]
+    assert failed["status"] == "failed" and "x must be a number >= 0" in failed["error"]
+    assert failed["failing_cell"]["index"] == 1
+
+    md = (sweep_run.dir / "sweep.md").read_text(encoding="utf-8")
+    assert "failed: x=-1: square" in md
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == ["x", "half", "y", "status", "seconds"]  # numeric scalar records only ("label" is text)
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:])}
+    assert list(rows) == ["0.5", "2", "3", "-1"]
+    for label, x in (("0.5", 0.5), ("2", 2), ("3", 3)):
+        assert float(rows[label][1]) == x / 2 and float(rows[label][2]) == x**2
+    assert [rows[label][3] for label in ("0.5", "2", "3")] == ["cached", "cached", "ok"]
+    assert rows["-1"][1:4] == ["", "", "failed"]
+    assert sweep_table(sweep_run.sweep) in md
+
+
+def test_sweep_figure_data(sweep_run):
+    fig = sweep_figure(sweep_run.sweep)
+    traces = {(t.name, t.xaxis): t for t in fig.data}
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["half", "y", "seconds"]
+    y_trace = next(t for t in fig.data if t.xaxis == "x2")
+    assert y_trace.name == "square" and len(traces) == 3
+    # Sorted by x; the failed value is a gap.
+    assert list(y_trace.x) == [-1, 0.5, 2, 3]
+    assert list(y_trace.y) == [None, 0.25, 4, 9]
+    assert fig.layout.xaxis.type == "linear"  # a negative value: no log axis
+
+
+def test_sweep_index_links_exist(sweep_run):
+    import re
+
+    index = (sweep_run.dir / "index.html").read_text(encoding="utf-8")
+    assert "plotly-graph-div" in index
+    index = re.sub(r"<script.*?</script>", "", index, flags=re.S)  # plotly.js holds links of its own
+    links = re.findall(r'<a href="([^"]+)"', index)
+    assert len(links) >= 4 * 3 + 3
+    for link in links:
+        assert (sweep_run.dir / link).is_file(), link
+    for folder in ("x=0.5", "x=2", "x=3", "x=-1"):
+        assert f"{folder}/square.html" in links and f"{folder}/index.html" in links
+    assert "x=-1/square.log" in links
+    page = (sweep_run.dir / "sweep.html").read_text(encoding="utf-8")
+    assert "plotly-graph-div" in page and '<script src="http' not in page and len(page) > 1_000_000  # plotly.js inline
+
+
+def fake_sweep(values, ys, statuses=None, lessons=("a",)) -> SweepResult:
+    runs = {}
+    for k, (value, y) in enumerate(zip(values, ys)):
+        label = value if isinstance(value, str) else repr(value)
+        status = statuses[k] if statuses else "ok"
+        runs[label] = [LessonResult(id=lesson, title=lesson, status=status, seconds=1.0 + k,
+                                    records={"y": y, "flag": True, "name": "n"}) for lesson in lessons]
+        runs[label].append(LessonResult(id="other", title="other", status="skipped"))
+    return SweepResult(param="beta", values=list(values), runs=runs, lessons=list(lessons), preset="smoke")
+
+
+def test_sweep_figure_axes_and_gaps_without_running():
+    fig = sweep_figure(fake_sweep([100, 0.1, 10, 1], [4.0, 1.0, 3.0, 2.0], ["ok", "ok", "failed", "cached"]))
+    assert fig.layout.xaxis.type == "log"  # positive and spanning 3 decades
+    y = next(t for t in fig.data if t.xaxis == "x")
+    assert list(y.x) == [0.1, 1, 10, 100] and list(y.y) == [1.0, 2.0, None, 4.0]
+    assert [a.text for a in fig.layout.annotations] == ["y", "seconds"]  # bools and strings are no numbers
+    mixed = fake_sweep([1, 2, 3], [5.0, 5.0, 5.0])
+    for k, label in enumerate(mixed.labels):
+        mixed.runs[label][0].records["changes"] = float(k)
+    assert [a.text for a in sweep_figure(mixed).layout.annotations] == ["changes", "y", "seconds"]
+    assert sweep_figure(fake_sweep([1, 2, 5], [1, 2, 3])).layout.xaxis.type == "linear"  # < 2 decades
+    categories = sweep_figure(fake_sweep(["kl", "chi2"], [1, 2]))
+    assert categories.layout.xaxis.type == "category" and list(categories.data[0].x) == ["kl", "chi2"]
+    two = sweep_figure(fake_sweep([1, 2], [1, 2], lessons=("a", "b")))
+    assert {t.name for t in two.data} == {"a", "b"} and sum(t.showlegend for t in two.data) == 2
+    table = sweep_table(fake_sweep([1, 2], [1, 2], lessons=("a", "b")))
+    assert table.splitlines()[0] == "| beta | a: y | a: status | a: seconds | b: y | b: status | b: seconds |"
+
+
+def test_write_sweep_summary_without_running(tmp_path):
+    paths = write_sweep_summary(fake_sweep([0.1, 1], [1.0, 2.0]), tmp_path)
+    assert set(paths) == {"json", "md", "html", "index"} and all(p.is_file() for p in paths.values())
+    assert json.loads(paths["json"].read_text(encoding="utf-8"))["runs"]["0.1"]["lessons"]["a"]["records"]["y"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "text, param, values",
+    [
+        ("beta=0.1,1,10,100", "beta", [0.1, 1, 10, 100]),
+        ("betas=[0.1,1],[10,100]", "betas", [[0.1, 1], [10, 100]]),
+        ("divergence=kl, chi2", "divergence", ["kl", "chi2"]),
+        ("w={'a': 1, 'b': 2},(1, 2)", "w", [{"a": 1, "b": 2}, (1, 2)]),
+        ("label='a,b','c'", "label", ["a,b", "c"]),
+        ("x=5", "x", [5]),
+    ],
+)
+def test_parse_sweep(text, param, values):
+    assert parse_sweep(text) == (param, values)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("beta", "expected PARAM=v1,v2"), ("2x=1", "not a parameter name"), ("beta=1,,2", "empty value"),
+     ("beta=", "empty value"), ("beta=1,1", "given twice")],
+)
+def test_parse_sweep_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_sweep(text)
+
+
+def test_cli_sweep_usage_errors(tmp_path, capsys):
+    syllabus = make_course(tmp_path, SWEEP_SYLLABUS)
+    out = tmp_path / "out"
+    base = ["course", "run", "--syllabus", str(syllabus), "--out", str(out)]
+    for extra, message in [
+        (["--sweep", "x=1,2", "--sweep", "x=3"], "argument --sweep: given twice"),
+        (["--sweep", "x"], "argument --sweep: Invalid sweep 'x': expected PARAM=v1,v2"),
+        (["--only", "square", "--force", "--resume"], "argument --resume: not allowed with argument --force"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            main(base + extra)
+        assert info.value.code == 2
+        assert message in capsys.readouterr().err
+    # Errors found from the lessons: exit status 2, nothing run.
+    assert main(base + ["--only", "square", "minimal", "--sweep", "x=1,2"]) == 2
+    err = capsys.readouterr().err
+    assert "Invalid sweep parameter 'x': not declared" in err and "lesson(s) minimal" in err
+    assert main(base + ["--sweep", "beta=1,2"]) == 2  # square and failing lack beta
+    assert "lesson(s) square, failing" in capsys.readouterr().err
+    assert main(base + ["--only", "square", "--sweep", "x=1,2", "-p", "x", "3"]) == 2
+    assert "'x' is both swept and given as a parameter" in capsys.readouterr().err
+    assert main(base + ["--only", "square", "--sweep", "x=1,2", "-p", "nope", "3"]) == 2
+    assert "Invalid parameter(s) ['nope']" in capsys.readouterr().err
+    assert not (out / "sweep-x").exists() and not (out / "sweep-beta").exists()
+
+
+def test_cli_sweep_splits_bracketed_values(tmp_path, monkeypatch, capsys):
+    syllabus = make_course(tmp_path, SWEEP_SYLLABUS)
+    calls = {}
+
+    def fake_run_sweep(syllabus, param, values, **kwargs):
+        calls.update(param=param, values=values, **kwargs)
+        result = fake_sweep([1], [1.0])
+        result.out = tmp_path / "o" / "sweep-betas"
+        return result
+
+    monkeypatch.setattr(course, "run_sweep", fake_run_sweep)
+    status = main(["course", "run", "--syllabus", str(syllabus), "--out", str(tmp_path / "o"), "--only", "minimal",
+                   "--sweep", "betas=[0.1,1],[10,100]", "--force", "-j", "3"])
+    assert status == 0
+    assert calls["param"] == "betas" and calls["values"] == [[0.1, 1], [10, 100]]
+    assert calls["force"] is True and calls["jobs"] == 3 and calls["only"] == ["minimal"]
+    assert "| beta | y | status | seconds |" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------
+# The syllabus as Markdown
+# --------------------------------------------------------------------------------------------
+
+
+def test_syllabus_markdown(tmp_path, capsys):
+    syllabus = load_syllabus(make_course(tmp_path))
+    md = syllabus_markdown(syllabus)
+    assert md.startswith("# Fixture course\n")
+    assert "| # | lesson | title | minutes (smoke) | minutes (full) |" in md
+    assert "| 1 | [`passing`](#passing) | A passing lesson | 0.1 |  |" in md
+    assert "### 2. A failing lesson" in md and "- **after:** `passing`" in md
+    assert "1. print a parameter" in md and "[`src/passing.ipynb`](../src/passing.ipynb)" in md
+    assert main(["course", "list", "--syllabus", str(syllabus.path), "--markdown"]) == 0
+    assert capsys.readouterr().out.strip() == md.strip()
+    real = syllabus_markdown(load_syllabus(REAL_SYLLABUS, check_notebooks=False))
+    for lesson in load_syllabus(REAL_SYLLABUS, check_notebooks=False):
+        assert f"`{lesson.id}`" in real and lesson.goals[0] in real
+
+
+# --------------------------------------------------------------------------------------------
 # The real lessons (slow: a kernel and torch per lesson)
 # --------------------------------------------------------------------------------------------
 
@@ -462,9 +812,7 @@ def test_beta_changes_the_recorded_kl_weights(tmp_path):
     lesson = syllabus.lesson("01_dro_foundations")
     if not lesson.notebook.is_file():
         pytest.skip(f"{lesson.notebook_relpath} is not written yet")
-    import papermill
-
-    if "beta" not in papermill.inspect_notebook(str(lesson.notebook)):
+    if "beta" not in course.notebook_parameters(lesson.notebook):
         pytest.fail(f"{lesson.notebook_relpath} must declare `beta` in its parameters cell")
     maxima = {}
     for beta in (0.5, 20.0):
@@ -477,3 +825,13 @@ def test_beta_changes_the_recorded_kl_weights(tmp_path):
         )
         maxima[beta] = result.records["kl_weights_max"]
     assert maxima[0.5] != maxima[20.0], maxima
+
+
+def test_course_syllabus_md_is_the_generated_one():
+    """course/syllabus.md is what `dro-lab course list --markdown` prints; regenerate it after editing the YAML:
+    `.venv/bin/dro-lab course list --markdown > course/syllabus.md`."""
+    syllabus = course.load_syllabus()
+    stored = (syllabus.path.parent / "syllabus.md").read_text(encoding="utf-8")
+    assert stored.strip() == course.syllabus_markdown(syllabus).strip(), (
+        "course/syllabus.md is stale: run `.venv/bin/dro-lab course list --markdown > course/syllabus.md`"
+    )

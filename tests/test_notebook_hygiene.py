@@ -120,12 +120,29 @@ def test_every_notebook_is_in_the_syllabus_and_every_lesson_exists():
 def test_preset_parameters_are_declared_by_the_notebook(lesson):
     if not lesson.notebook.is_file():
         pytest.skip(f"{lesson.notebook_relpath} is not written yet (reported by the test above)")
-    import papermill
+    from dro_lab.course import notebook_parameters  # papermill.inspect_notebook misses `x = 1  # a = b` lines
 
-    declared = set(papermill.inspect_notebook(str(lesson.notebook)))
+    declared = notebook_parameters(lesson.notebook)
     for preset in SYLLABUS.presets:
         unknown = set(lesson.parameters(preset)) - declared
         assert not unknown, (
             f"{lesson.id}: preset {preset!r} passes {sorted(unknown)}, which {lesson.notebook_relpath} "
             f"does not declare (declared: {sorted(declared)})"
         )
+
+
+@NO_NOTEBOOKS
+@pytest.mark.parametrize("lesson", SYLLABUS.lessons, ids=SYLLABUS.ids)
+def test_every_assignment_of_the_parameters_cell_is_a_declared_parameter(lesson):
+    """`notebook_parameters` (what `-p` / `--sweep` may set) sees every `name = ...` line of the cell, also the
+    lines whose comment holds an `=` that papermill's own reader drops."""
+    import re
+
+    import nbformat
+
+    from dro_lab.course import notebook_parameters
+
+    nb = nbformat.read(str(lesson.notebook), as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assigned = set(re.findall(r"^([A-Za-z_]\w*)\s*=", cell.source, flags=re.M))
+    assert assigned and notebook_parameters(lesson.notebook) == assigned
