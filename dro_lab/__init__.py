@@ -62,6 +62,10 @@ _EXPORTS = {
     # models (models.py)
     "LogisticRegression": "models", "MLP": "models", "DigitsCNN": "models", "SmallCNN": "models",
     "WideResNet": "models", "make_model": "models", "count_parameters": "models",
+    # the capstone comparison: method registry and runner (comparison.py)
+    "METHODS": "comparison", "MethodSpec": "comparison", "available_methods": "comparison",
+    "make_benchmark": "comparison", "run_comparison": "comparison", "summarise": "comparison",
+    "pareto_front": "comparison", "paired_differences": "comparison",
 }
 
 __all__ = ["__version__", *_EXPORTS]

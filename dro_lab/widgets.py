@@ -548,3 +548,100 @@ def gils_toy_panel(model, x, y, *, alpha: float = 0.3, gamma: float = 1.0, eta: 
     else:
         controls["r"] = target_radius_slider(target_radius)
     return _live_panel(build, controls, title="GI-LS: label smoothing rotates the worst-case shift")
+
+
+# --------------------------------------------------------------------------- lesson 07: the capstone comparison
+# Training is not live: the methods and knobs are chosen, then the Run button re-runs them on a small budget
+# and redraws :func:`dro_lab.viz.comparison_figure` in place. Every α says which one it is (CVaR level,
+# importance-sampling mixing, ALSO's optimism, label smoothing); β is KL-DRO's and HWS's (ALSO's τ = 1/β)
+# and r is DONE's temperature. Same conventions as lessons 04–06: ``box.figure``, ``box.sliders``,
+# ``box.readout``, plus ``box.methods`` (the selector) and ``box.button``.
+
+__all__ += ["comparison_panel"]
+
+
+def comparison_panel(run_fn: Callable[..., object], methods, *, summary=None, selected=None, beta: float = 10.0,
+                     done_r: float = 1.0, cvar_alpha: float = 0.2, is_alpha: float = 0.5, also_alpha: float = 1.0,
+                     ls_alpha: float = 0.1, reference: str = "ERM") -> W.Box:
+    """Choose methods and β / r / α's, press Run, see average vs worst-group accuracy and cost redrawn.
+
+    ``run_fn(methods=[...], beta=, done_r=, cvar_alpha=, is_alpha=, also_alpha=, ls_alpha=)`` trains (e.g.
+    :func:`dro_lab.comparison.run_comparison` on a small budget) and returns the per-method summary
+    (:func:`dro_lab.comparison.summarise`), or its rows (then they are summarised here). The figure is
+    :func:`dro_lab.viz.comparison_figure` with the Pareto front of :func:`dro_lab.comparison.pareto_front`;
+    ``summary`` (e.g. the notebook's headless result) is drawn before the first click. The read-out names
+    the best worst-group method and the front. Printed output and errors of ``run_fn`` show under the button.
+    """
+    import plotly.graph_objects as go
+
+    from . import viz
+    from .comparison import pareto_front, summarise
+
+    options = list(methods)
+    if not options:
+        raise ValueError("methods must list at least one method name")
+    chosen = list(selected) if selected is not None else options
+    bad = [m for m in chosen if m not in options]
+    if bad:
+        raise ValueError(f"selected names methods not in methods: {bad}")
+    selector = W.SelectMultiple(options=options, value=tuple(chosen), rows=min(len(options), 13),
+                                description="methods", style=_STYLE, layout=W.Layout(width="360px"))
+    is_slider = is_alpha_slider(is_alpha, description="α (IS uniform mixing)")
+    is_slider.max = 0.99
+    controls = {
+        "beta": beta_slider(beta, min_exp=-1, max_exp=2, description="β (KL-DRO, HWS; ALSO τ = 1/β)"),
+        "done_r": done_r_slider(done_r, description="r (DONE temperature)"),
+        "cvar_alpha": cvar_alpha_slider(cvar_alpha, description="α (CVaR level)"),
+        "is_alpha": is_slider,
+        "also_alpha": optimism_slider(also_alpha, description="α (ALSO optimism)"),
+        "ls_alpha": ls_alpha_slider(ls_alpha, description="α (label smoothing, LS / GI-LS)"),
+    }
+    for w in controls.values():
+        w.continuous_update = False
+
+    def draw(entries) -> tuple[object, str]:
+        front = pareto_front(entries)
+        fig = viz.comparison_figure(entries, front=front, reference=reference)
+        best = max(entries, key=lambda e: e["worst_group_acc"])
+        text = (f"best worst-group accuracy: <b>{best['method']}</b> ({best['worst_group_acc']:.3f}); "
+                f"Pareto front: {', '.join(front)}")
+        return fig, text
+
+    if summary:
+        fig0, text0 = draw(list(summary))
+    else:
+        fig0 = go.Figure(layout=dict(template="plotly_white", height=560,
+                                     title="Choose methods and knobs, then press Run"))
+        text0 = "not run yet"
+    widget = go.FigureWidget(fig0)
+    readout = W.HTML(text0)
+    button = W.Button(description="Run", button_style="primary", icon="play",
+                      tooltip="re-train the selected methods on a small budget (seconds per method)")
+    log = W.Output()
+
+    def on_click(_=None):
+        values = {k: w.value for k, w in controls.items()}
+        names = list(selector.value)
+        if not names:
+            readout.value = "<b>select at least one method</b>"
+            return
+        button.disabled = True
+        readout.value = f"running {len(names)} method(s) …"
+        try:
+            with log:
+                log.clear_output(wait=True)
+                result = list(run_fn(methods=names, **values))
+            if result and "n_seeds" not in result[0]:
+                result = summarise(result, reference=reference)
+            fig, text = draw(result)
+            _redraw(widget, fig)
+            readout.value = text
+        finally:
+            button.disabled = False
+
+    button.on_click(on_click)
+    box = _figure_box("Every method on one benchmark", {"methods": selector, **controls}, readout, widget,
+                      extra=(button, log))
+    box.methods, box.button = selector, button
+    box.sliders = controls
+    return box
