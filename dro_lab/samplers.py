@@ -648,8 +648,8 @@ class ImportanceSampler(_TableSampler):
         power: γ ≥ 0 in :math:`\hat s\propto s^{\gamma}` (Katharopoulos & Fleuret's power smoothing;
             γ = 1 is the plain scheme, γ = 0 is uniform; with exact gradient norms every γ ∈ [0, 2]
             is at least as fast as uniform for SGD, spec §1.5).
-        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}` (widget ``is_beta``). 1 = the
-            unbiased weights (the paper); 0 = no weights ("forgotten weights": SGD then follows
+        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}` (lesson 03's slider "weight
+            exponent e"). 1 = the unbiased weights (the paper); 0 = no weights ("forgotten weights": SGD then follows
             :math:`\sum_i p_i\nabla\ell_i`, a reweighted objective); in between: **biased**.
         clip_weights: Opt-in, **biased**: clamp every weight to at most ``c > 0``. ``None`` (default):
             no clipping, the α-mixture already bounds the weights by :math:`1/(1-\alpha)`.
