@@ -186,6 +186,8 @@ def _chi2_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = 
     if math.isinf(beta):
         return _argmax_limit(losses, prior)
     inv_half = 2.0 / beta
+    if math.isinf(inv_half):  # β below 2/float max (subnormal): q = p to every digit
+        return prior.clone()
     support = prior > 0
     # Shifting by the max keeps s − c well conditioned at huge β (c → 0 from below, never past it).
     s = torch.where(support, losses - _support_max(losses, prior), torch.full_like(losses, -math.inf))
