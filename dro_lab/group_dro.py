@@ -48,7 +48,9 @@ class GroupDROStrategy(Strategy):
             ``pi_option``, ``loss_scale``, ``freq`` …). ``lr`` and ``weight_decay`` come from ``fit``.
 
     The optimizer is built at the first :func:`fit` and kept by later calls on the same model, so a
-    second ``fit`` continues (π included). ``pi_history`` holds π at the end of each epoch (c ≤ 10⁴).
+    second ``fit`` continues (π included). Under DDP (``torchrun``) ``fit`` hands :meth:`reduce` the
+    global batch's losses, so π's step uses the global group losses and global M on every rank.
+    ``pi_history`` holds π at the end of each epoch (c ≤ 10⁴).
     """
 
     def __init__(self, method: str = "also", *, grouping: str = "sample", prior="uniform", n_groups: int | None = None,
@@ -61,10 +63,10 @@ class GroupDROStrategy(Strategy):
             raise ValueError(f"prior must be one of {PRIORS} or a weight vector, got {prior!r}")
         if sampling not in SAMPLING_SCHEMES:
             raise ValueError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}")
-        for key in ("lr", "weight_decay", "params", "n_groups", "sampling", "prior", "group_sizes"):
+        for key in ("lr", "weight_decay", "params", "n_groups", "sampling", "prior", "group_sizes", "distributed"):
             if key in options:
                 raise ValueError(f"{key!r} is not an option here: lr/weight_decay come from fit, the rest from "
-                                 "grouping/prior/sampling")
+                                 "grouping/prior/sampling (fit runs DDP itself)")
         self.method, self.grouping, self.prior_spec, self.sampling = method, grouping, prior, sampling
         self.n_groups_given = n_groups
         self.options = options
@@ -136,7 +138,8 @@ class GroupDROStrategy(Strategy):
         elif self.sampling != "uniform":
             raise ValueError("method='drago' supports sampling='uniform' only")
         kw.setdefault("pi_init", self.prior_vec)
-        self.optimizer = cls(params, n_groups=self.c, lr=lr, prior=self.prior_vec, **kw)
+        # fit hands reduce() the global batch under DDP (all-gathered losses), so the optimizer must not sync again
+        self.optimizer = cls(params, n_groups=self.c, lr=lr, prior=self.prior_vec, distributed=False, **kw)
         self._params = params
         if self._saved is not None:
             self.optimizer.load_state_dict(self._saved)
@@ -298,7 +301,11 @@ class CompressedWorkersStrategy(_Wrapper):
     π-weighted ALSO gradient, or the mean-loss gradient with uniform weights. Every worker together
     sends d numbers per step whatever the weights: :attr:`floats_sent` counts them.
     The workers are the dataset's groups (``(x, y, index, group)`` items); one backward per worker.
+    Simulated workers in one process: not for :func:`dro_lab.fit` under DDP (its ``autograd.grad``
+    bypasses DDP's gradient reducer), which refuses it.
     """
+
+    _ddp_supported = False
 
     def __init__(self, inner: Strategy, n_workers: int):
         super().__init__(inner)

@@ -25,6 +25,14 @@ for π's step::
 
 π lives on the parameters' device as float64 log-weights (per-sample weights of 10⁻⁶ do not
 underflow, spec pitfall 6); :attr:`~_GroupDRO.pi` returns the probabilities.
+
+Under ``torchrun`` with the model in ``DistributedDataParallel`` the same loop works unchanged
+(``distributed="auto"``, the default): each rank hands :meth:`~_GroupDRO.weighted_loss` its own slice,
+the batch size M in c/M is the global one (an all-reduce), the returned scalar is scaled by the world
+size so that DDP's gradient mean is the global-batch gradient, and :meth:`step` all-reduces (sums) the
+scatter-added group losses, so π is the same on every rank and equals one process with the global
+batch. :func:`dro_lab.fit` gathers the global batch itself and builds its optimizers with
+``distributed=False``.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ __all__ = [
 ]
 
 ALSO_MODES = ("optimistic", "descent-ascent", "popov", "api")
+DISTRIBUTED = ("auto", True, False)
 SAMPLING_SCHEMES = ("uniform", "group", "pi")
 PI_OPTIONS = ("I", "II", "II-euclid")
 
@@ -159,7 +168,10 @@ class _GroupDRO(torch.optim.Optimizer):
     """Base: π on the simplex, the group bookkeeping, the sampling estimators and ``weighted_loss``."""
 
     def __init__(self, params, defaults: dict, *, n_groups: int, tau: float, prior, pi_init, pi_option: str,
-                 loss_scale: float | None, sampling: str, group_sizes, temperature: float = 1.0):
+                 loss_scale: float | None, sampling: str, group_sizes, temperature: float = 1.0,
+                 distributed: bool | str = "auto"):
+        if not any(distributed is d or (isinstance(distributed, str) and distributed == d) for d in DISTRIBUTED):
+            raise ValueError(f"distributed must be 'auto', True or False, got {distributed!r}")
         if isinstance(n_groups, bool) or not isinstance(n_groups, numbers.Integral) or n_groups < 1:
             raise ValueError(f"n_groups must be an integer ≥ 1, got {n_groups!r}")
         _check_positive(tau, "tau")
@@ -180,6 +192,7 @@ class _GroupDRO(torch.optim.Optimizer):
         self.loss_scale = None if loss_scale is None else float(loss_scale)
         self.sampling = sampling
         self.temperature = float(temperature)
+        self.distributed = distributed
         self.log_prior = _as_distribution(prior, c, "prior", self.device).log()
         self.log_pi = _as_distribution(pi_init, c, "pi_init", self.device).log()
         if group_sizes is None:
@@ -227,6 +240,19 @@ class _GroupDRO(torch.optim.Optimizer):
         """``m`` group ids drawn from :meth:`group_probabilities` (for π-weighted attack / transform sampling)."""
         return torch.multinomial(self.group_probabilities().float(), m, replacement=True, generator=generator)
 
+    # -- DDP: each rank's slice of the global batch
+    def _world(self) -> tuple[int, torch.device | None]:
+        """``(world_size, device of the collectives)`` when losses are per-rank slices, else ``(1, None)``."""
+        if self.distributed is False:
+            return 1, None
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            if self.distributed is True:
+                raise RuntimeError(f"{type(self).__name__}(distributed=True) needs an initialised process group")
+            return 1, None
+        ws = dist.get_world_size()
+        return ws, (self.device if dist.get_backend() == "nccl" else torch.device("cpu"))
+
     # -- the estimators of spec §2.1
     def _factors(self, groups: Tensor, m: int, log_pi: Tensor) -> tuple[Tensor, Tensor]:
         """Per-sample (θ-weight, π-gradient factor) of the sampling scheme; both float64, shape (m,)."""
@@ -265,9 +291,16 @@ class _GroupDRO(torch.optim.Optimizer):
         if not bool(torch.isfinite(detached).all()):
             raise ValueError("losses contain NaN or inf")
         log_pi = self._eval_log_pi if self._eval_log_pi is not None else self.log_pi
-        w_theta, w_pi = self._factors(groups, losses.numel(), log_pi)
-        self._pending = (groups, (w_pi * detached.to(torch.float64)))
-        return (w_theta.to(losses.dtype) * losses).sum()
+        world_size, comm = self._world()
+        m = losses.numel()
+        if world_size > 1:  # M of c/M is the global batch: the sum of the ranks' slices
+            total = torch.tensor([float(m)], dtype=torch.float64, device=comm)
+            torch.distributed.all_reduce(total)
+            m = int(total.item())
+        w_theta, w_pi = self._factors(groups, m, log_pi)
+        self._pending = (groups, (w_pi * detached.to(torch.float64)), comm)
+        loss = (w_theta.to(losses.dtype) * losses).sum()
+        return loss * world_size if world_size > 1 else loss  # DDP averages the ranks' gradients
 
     @staticmethod
     def _run_closure(closure):
@@ -280,9 +313,14 @@ class _GroupDRO(torch.optim.Optimizer):
         if self._pending is None:
             raise RuntimeError(f"{type(self).__name__}.step() needs the batch's losses: call "
                                "weighted_loss(losses, groups) (and backward) before step()")
-        groups, contrib = self._pending
+        groups, contrib, comm = self._pending
         self._pending = None
-        return torch.zeros(self.n_groups, dtype=torch.float64, device=self.device).index_add_(0, groups, contrib)
+        g = torch.zeros(self.n_groups, dtype=torch.float64, device=self.device).index_add_(0, groups, contrib)
+        if comm is not None:  # the global batch's group losses: the sum of the ranks' scatter-adds
+            g_comm = g.to(comm)
+            torch.distributed.all_reduce(g_comm)
+            g = g_comm.to(self.device)
+        return g
 
     def _prox(self, log_pi: Tensor, grad: Tensor, lr: float) -> Tensor:
         return kl_prox_step(log_pi, grad, lr=lr, tau=self.tau, log_prior=self.log_prior, option=self.pi_option,
@@ -356,6 +394,11 @@ class ALSO(_GroupDRO):
             the estimator drops π's factor). The latter two need ``group_sizes``.
         group_sizes: n_j per group.
         temperature: softmax temperature of the official code (not in the paper; 1 = off).
+        distributed: ``"auto"`` (default): under an initialised ``torch.distributed`` process group with
+            more than one process, :meth:`weighted_loss` gets this rank's slice of the batch (M, π's
+            gradient and the scale for DDP's mean are made global, see the module docstring); ``True``
+            requires a process group; ``False``: the losses are the whole batch (what :func:`dro_lab.fit`
+            hands over).
 
     With ``pi_lr=0``, ``alpha=0``, a uniform prior and π⁰ it is ``torch.optim.Adam`` on the mean loss.
     """
@@ -364,7 +407,8 @@ class ALSO(_GroupDRO):
                  eps: float = 1e-8, weight_decay: float = 0.0, pi_lr: float = 1e-3, tau: float = 1e-2,
                  alpha: float = 1.0, mode: str = "optimistic", prior=None, pi_init=None, pi_option: str = "I",
                  loss_scale: float | None = None, sampling: str = "uniform", group_sizes=None,
-                 temperature: float = 1.0, pi_betas: tuple[float, float] | None = None):
+                 temperature: float = 1.0, pi_betas: tuple[float, float] | None = None,
+                 distributed: bool | str = "auto"):
         if not (isinstance(lr, numbers.Real) and lr >= 0 and math.isfinite(lr)):
             raise ValueError(f"Invalid learning rate: {lr!r}")
         if not (isinstance(eps, numbers.Real) and eps >= 0):
@@ -381,7 +425,7 @@ class ALSO(_GroupDRO):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
         super().__init__(params, defaults, n_groups=n_groups, tau=tau, prior=prior, pi_init=pi_init,
                          pi_option=pi_option, loss_scale=loss_scale, sampling=sampling, group_sizes=group_sizes,
-                         temperature=temperature)
+                         temperature=temperature, distributed=distributed)
         self.pi_lr = float(pi_lr)
         self.alpha = 0.0 if mode == "descent-ascent" else float(alpha)
         self.mode = mode
@@ -525,13 +569,14 @@ class OptimisticMirrorProx(_GroupDRO):
 
     def __init__(self, params, n_groups: int, *, lr: float, tau: float, alpha: float = 1.0,
                  weight_decay: float = 0.0, prior=None, pi_init=None, pi_option: str = "I",
-                 loss_scale: float | None = None, sampling: str = "uniform", group_sizes=None):
+                 loss_scale: float | None = None, sampling: str = "uniform", group_sizes=None,
+                 distributed: bool | str = "auto"):
         _check_positive(lr, "lr")
         _check_nonneg(alpha, "alpha")
         _check_nonneg(weight_decay, "weight_decay")
         super().__init__(params, dict(lr=float(lr), weight_decay=float(weight_decay)), n_groups=n_groups, tau=tau,
                          prior=prior, pi_init=pi_init, pi_option=pi_option, loss_scale=loss_scale,
-                         sampling=sampling, group_sizes=group_sizes)
+                         sampling=sampling, group_sizes=group_sizes, distributed=distributed)
         self.alpha = float(alpha)
         self.prev_pi_grad: Tensor | None = None
 
@@ -580,14 +625,16 @@ class DRAGO(_GroupDRO):
     """
 
     def __init__(self, params, n_groups: int, *, lr: float = 1e-2, pi_lr: float | None = None, tau: float = 1e-3,
-                 freq: int = 10, prior=None, pi_init=None, loss_scale: float | None = None):
+                 freq: int = 10, prior=None, pi_init=None, loss_scale: float | None = None,
+                 distributed: bool | str = "auto"):
         _check_positive(lr, "lr")
         if pi_lr is not None:
             _check_nonneg(pi_lr, "pi_lr")
         if isinstance(freq, bool) or not isinstance(freq, numbers.Integral) or freq < 2:
             raise ValueError(f"freq must be an integer ≥ 2 (two snapshot steps per period), got {freq!r}")
         super().__init__(params, dict(lr=float(lr)), n_groups=n_groups, tau=tau, prior=prior, pi_init=pi_init,
-                         pi_option="I", loss_scale=loss_scale, sampling="uniform", group_sizes=None)
+                         pi_option="I", loss_scale=loss_scale, sampling="uniform", group_sizes=None,
+                         distributed=distributed)
         self.pi_lr = float(lr if pi_lr is None else pi_lr)
         self.freq = int(freq)
         self.t = 0

@@ -12,12 +12,19 @@ Methods are strategies, not loops::
 
 Batches are drawn lazily, when the loop asks for them, so a strategy's distribution is always
 current (no prefetching lag).
+
+Under ``torchrun`` (an initialised ``torch.distributed`` process group) :func:`fit` trains with
+``DistributedDataParallel``: every rank runs the same strategy on the same **global** batch of
+``world_size × batch_size`` indices, takes its slice for the forward pass, and all-gathers the
+per-sample losses, so reductions, samplers and π see the global batch and the result equals one
+process with ``batch_size × world_size`` (see :func:`fit`, ``distributed``).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -94,6 +101,7 @@ class Strategy:
     """
 
     name = "erm"
+    _ddp_supported = True  # False: the strategy cannot run under fit's DDP (it bypasses DDP's gradient reducer)
 
     def setup(self, n: int, *, device: torch.device, generator: torch.Generator, batch_size: int | None = None,
               model: torch.nn.Module | None = None, train=None, loss_fn: Callable | None = None) -> None:
@@ -201,8 +209,10 @@ class _SamplerStrategy(Strategy):
         if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
             self.sampler.refresh_fn = refresh_fn  # a later fit: keep the table, continue
             return
+        # world_size=1 even under DDP: fit hands the strategy the global batch (every rank draws the same one
+        # and takes its slice, then observes the all-gathered losses), so the sampler is the single-process one.
         self.sampler = self.sampler_cls(
-            n, batch_size or 64, device=device, refresh_fn=refresh_fn,
+            n, batch_size or 64, device=device, refresh_fn=refresh_fn, world_size=1, rank=0,
             generator=torch.Generator(device=device).manual_seed(generator.initial_seed()), **self.options)
         if self._saved is not None:
             self.sampler.load_state_dict(self._saved)
@@ -400,6 +410,7 @@ class History:
     seed: int = 0
     device: str = "cpu"
     records: list[dict] = field(default_factory=list)
+    world_size: int = 1
 
     def append(self, record: dict) -> None:
         self.records.append(record)
@@ -423,7 +434,79 @@ class History:
         return self.records[-1]
 
     def to_dict(self) -> dict:
-        return {"strategy": self.strategy, "seed": self.seed, "device": self.device, "records": self.records}
+        return {"strategy": self.strategy, "seed": self.seed, "device": self.device, "records": self.records,
+                "world_size": self.world_size}
+
+
+# --------------------------------------------------------------------------- distributed (torchrun / DDP)
+
+
+def _distributed_layout(distributed) -> tuple[int, int]:
+    """``(world_size, rank)`` of the run ``fit`` does: ``(1, 0)`` unless DDP is on."""
+    if not (isinstance(distributed, bool) or (isinstance(distributed, str) and distributed == "auto")):
+        raise ValueError(f"distributed must be 'auto', True or False, got {distributed!r}")
+    dist = torch.distributed
+    ready = dist.is_available() and dist.is_initialized()
+    if distributed is True and not ready:
+        raise ValueError("distributed=True needs an initialised process group: run under torchrun and call "
+                         "torch.distributed.init_process_group('gloo' or 'nccl') before fit")
+    if distributed is False or not ready:
+        return 1, 0
+    return dist.get_world_size(), dist.get_rank()
+
+
+def _ddp_device(device, world_size: int) -> torch.device:
+    """``device`` for this rank: ``"auto"``/``"cuda"`` → ``cuda:LOCAL_RANK`` under DDP when CUDA is there."""
+    if world_size > 1 and (device is None or (isinstance(device, str) and device in ("auto", "cuda"))) \
+            and torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", torch.distributed.get_rank()))
+        return torch.device("cuda", local % torch.cuda.device_count())
+    return resolve_device(device)
+
+
+def _comm_device(dev: torch.device) -> torch.device:
+    """Where collectives run: the GPU for NCCL, the host otherwise (gloo gathers CPU tensors)."""
+    return dev if torch.distributed.get_backend() == "nccl" else torch.device("cpu")
+
+
+def _broadcast_seed(seed: int, comm: torch.device) -> int:
+    box = torch.tensor([int(seed)], dtype=torch.int64, device=comm)
+    torch.distributed.broadcast(box, src=0)
+    return int(box.item())
+
+
+def _split_sizes(m: int, world_size: int) -> list[int]:
+    """Slice lengths of a global batch of ``m`` over the ranks (``torch.tensor_split``'s: the first
+    ``m mod world_size`` ranks get one more; a rank may get none)."""
+    q, r = divmod(m, world_size)
+    return [q + 1 if k < r else q for k in range(world_size)]
+
+
+def _global_batch(losses: Tensor, index: Tensor, groups: Tensor | None, sizes: list[int], rank: int,
+                  comm: torch.device) -> tuple[Tensor, Tensor, Tensor | None]:
+    """The global batch's ``(losses, index, groups)`` on every rank, from each rank's slice.
+
+    One all-gather of a float64 ``(max slice, 3)`` block (exact for float32/bfloat16 losses and for
+    integer ids below 2⁵³). The other ranks' losses are constants; this rank's slice keeps its graph,
+    so a reduction of the returned vector back-propagates into this rank's forward pass only, and the
+    sum over ranks of those gradients is the gradient of the global reduction.
+    """
+    world_size, m = len(sizes), max(sizes)
+    block = torch.zeros(m, 3, dtype=torch.float64, device=comm)
+    k = losses.shape[0]
+    block[:k, 0] = losses.detach().to(comm, torch.float64)
+    block[:k, 1] = index.to(comm, torch.float64)
+    if groups is not None:
+        block[:k, 2] = groups.to(comm, torch.float64)
+    parts = [torch.empty_like(block) for _ in range(world_size)]
+    torch.distributed.all_gather(parts, block)
+    rows = torch.cat([part[:size] for part, size in zip(parts, sizes)]).to(losses.device)
+    start = sum(sizes[:rank])
+    glob = rows[:, 0].to(losses.dtype)
+    glob = torch.cat([glob[:start], losses, glob[start + k:]])
+    g_index = rows[:, 1].to(torch.int64).to(index.device)
+    g_groups = rows[:, 2].to(torch.int64).to(groups.device) if groups is not None else None
+    return glob, g_index, g_groups
 
 
 # --------------------------------------------------------------------------- the loop
@@ -446,7 +529,7 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         momentum: float = 0.0, weight_decay: float = 0.0, loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
         device: str | torch.device = "auto", seed: int = 0, progress: bool = True,
         eval_train: bool = False, callback: Callable[[int, dict], None] | None = None,
-        lr_schedule: Callable[[int], float] | None = None) -> History:
+        lr_schedule: Callable[[int], float] | None = None, distributed: bool | str = "auto") -> History:
     """Train ``model`` on ``train`` with ``strategy`` and return the per-epoch :class:`History`.
 
     Args:
@@ -468,6 +551,26 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         callback: ``callback(epoch, record)`` after each epoch (live figures).
         lr_schedule: ``epoch -> factor``; each epoch runs at ``factor × lr`` (e.g. a one-cycle or step
             schedule); recorded as ``lr`` in the history.
+        distributed: ``"auto"`` (default): data-parallel training when ``torch.distributed`` is
+            initialised with more than one process (``torchrun``; gloo on CPU, NCCL on GPU); ``True``
+            requires it; ``False`` trains this process alone.
+
+    Distributed training (``world_size`` ranks): ``batch_size`` is **per rank**, the global batch is
+    ``world_size × batch_size``, and the run equals one process with that batch (up to float
+    summation order). The model is wrapped in ``DistributedDataParallel`` (rank 0's parameters and
+    buffers are broadcast; ``device="auto"`` or ``"cuda"`` is ``cuda:LOCAL_RANK``) and rank 0's
+    ``seed`` is used everywhere. Every rank draws the same global batch from the strategy (same
+    generator; samplers included) and forwards its contiguous slice; the per-sample losses, indices
+    and groups are all-gathered, so :meth:`Strategy.reduce` (robust weights, OHEM's top-k, ALSO's π
+    gradient with the global batch size), :meth:`Strategy.observe` (the samplers' tables) and the
+    history see the global batch on every rank. The objective back-propagated is ``world_size ×`` the
+    global one through this rank's slice, so DDP's gradient mean is the global-batch gradient.
+    Strategy state, optimizer state and the :class:`History` are identical on all ranks (except
+    ``seconds``); ``test`` / ``eval_train`` are evaluated by every rank on the whole set (keep them
+    small, or pass ``test=None`` on ranks > 0). Not single-process-equivalent: BatchNorm statistics
+    (per rank; use ``torch.nn.SyncBatchNorm``), random draws inside :meth:`Strategy.transform`
+    (each rank draws for its slice), and :class:`dro_lab.CompressedWorkersStrategy` (its
+    ``autograd.grad`` bypasses DDP's reducer: not supported).
 
     Returns:
         :class:`History` with, per epoch, ``epoch``, ``train_loss`` (mean per-sample loss of the
@@ -487,17 +590,35 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
     strategy = strategy if strategy is not None else ERM()
     if not isinstance(strategy, Strategy):
         raise TypeError(f"strategy must be a dro_lab.train.Strategy, got {type(strategy).__name__}")
-    dev = resolve_device(device)
+    world_size, rank = _distributed_layout(distributed)
+    ddp = world_size > 1
+    dev = _ddp_device(device, world_size)
     model.to(dev)
+    net = model  # what the training forward goes through; strategies' hooks get the plain model
+    comm = None
+    if ddp:
+        from torch.nn.parallel import DistributedDataParallel
+
+        part = strategy
+        while part is not None:  # wrappers delegate to .inner
+            if not getattr(part, "_ddp_supported", True):
+                raise ValueError(f"strategy {part.describe()!r} does not support distributed training (DDP); "
+                                 "run it in one process (fit(..., distributed=False))")
+            part = getattr(part, "inner", None)
+
+        comm = _comm_device(dev)
+        seed = _broadcast_seed(seed, comm)  # one seed: every rank draws the same global batches
+        net = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+    global_batch = batch_size * world_size
     loss_fn = loss_fn or per_sample_cross_entropy
     generator = make_generator(seed)
-    strategy.setup(n, device=dev, generator=generator, batch_size=batch_size, model=model, train=train,
+    strategy.setup(n, device=dev, generator=generator, batch_size=global_batch, model=model, train=train,
                    loss_fn=loss_fn)
     opt = strategy.make_optimizer(model.parameters(), lr=lr, weight_decay=weight_decay, momentum=momentum)
     if opt is None:
         opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
             optimizer, model.parameters(), lr, momentum, weight_decay)
-    history = History(strategy=strategy.describe(), seed=seed, device=str(dev))
+    history = History(strategy=strategy.describe(), seed=seed, device=str(dev), world_size=world_size)
 
     epoch_iter = range(1, epochs + 1)
     bar = None
@@ -515,12 +636,16 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
                 raise ValueError(f"lr_schedule({epoch}) must be a finite number ≥ 0, got {factor!r}")
             for g, base in zip(opt.param_groups, base_lrs):
                 g["lr"] = base * factor
-        model.train()
+        net.train()
         # Sums stay on the device: no host sync per step (one at the end of the epoch).
         loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
         obj_sum = torch.zeros((), dtype=torch.float64, device=dev)
         seen, steps = 0, 0
-        for idx in strategy.batches(epoch, batch_size):
+        for idx in strategy.batches(epoch, global_batch):
+            sizes = None
+            if ddp:  # every rank holds the same global batch; forward this rank's slice
+                sizes = _split_sizes(len(idx), world_size)
+                idx = torch.tensor_split(idx, world_size)[rank]
             x, y, index, groups = fetch_batch(train, idx)
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             groups = groups.to(dev) if groups is not None else None
@@ -531,13 +656,17 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
 
                 def closure(x=x, y=y, groups=groups):  # forward, reduce, backward; extrapolating optimizers call it
                     opt.zero_grad(set_to_none=True)
-                    out = loss_fn(model(x), y)
+                    out = loss_fn(net(x), y)
                     if out.dim() != 1 or out.shape[0] != y.shape[0]:
                         raise ValueError(f"loss_fn must return one loss per sample (shape ({y.shape[0]},)), "
                                          f"got {tuple(out.shape)}")
-                    obj = strategy.reduce(out, indices=index, groups=groups)
-                    strategy.backward(obj, losses=out, groups=groups)
-                    last[:] = [out, obj]
+                    at, grp = index, groups
+                    if ddp:  # the global batch's losses (this rank's slice with its graph)
+                        out, at, grp = _global_batch(out, index, groups, sizes, rank, comm)
+                    obj = strategy.reduce(out, indices=at, groups=grp)
+                    # DDP averages the ranks' gradients: scale so the mean is the global objective's gradient
+                    strategy.backward(obj * world_size if ddp else obj, losses=out, groups=grp)
+                    last[:] = [out, obj, at]
                     return obj
 
                 if getattr(opt, "needs_closure", False):
@@ -545,9 +674,9 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
                 else:
                     closure()
                     opt.step()
-                losses, objective = last
+                losses, objective, at = last
                 detached = losses.detach()
-                strategy.observe(index, detached)
+                strategy.observe(at, detached)
                 loss_sum += detached.sum()
                 obj_sum += objective.detach()
                 seen += len(detached)
