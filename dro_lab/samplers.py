@@ -52,6 +52,7 @@ import numbers
 from collections import deque
 from typing import Callable, Iterator, Sized
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import Sampler
@@ -59,10 +60,20 @@ from torch.utils.data import Sampler
 from .robust import _chi2_penalised, _kl_penalised, _check_number
 from .utils import resolve_device
 
-__all__ = ["HardnessWeightedSampler", "HWS_DIVERGENCES", "ImportanceSampler", "IS_SCHEMES"]
+__all__ = ["HardnessWeightedSampler", "HWS_DIVERGENCES", "HWS_DRAWS", "ImportanceSampler", "IS_SCHEMES"]
 
 #: Divergences the hardness-weighted sampler accepts (CVaR's weights have no β).
 HWS_DIVERGENCES = ("kl", "chi2")
+#: How the hardness-weighted sampler draws a batch: ``"multinomial"`` (softmax + ``torch.multinomial``,
+#: O(n) per step) or ``"tree"`` (a sum tree over exp(β·history), O(b log n) per step; KL only).
+HWS_DRAWS = ("multinomial", "tree")
+
+# The sum tree of draw="tree": fan-out K (children per node), the largest level searched by one cumsum
+# (the top), and the range the total may span before an O(n) rebuild re-centres the leaves.
+_TREE_FANOUT = 32
+_TREE_TOP = 8192
+_TREE_RANGE = (1e-250, 1e250)
+_TREE_CHUNK = 1 << 16  # rows per cumsum while building (bounds the temporary memory)
 
 _WARM, _DRO = "warm_start", "dro"
 # Options a state_dict carries (and load_state_dict restores).
@@ -260,6 +271,17 @@ class HardnessWeightedSampler(_TableSampler):
             (Pearson χ²: the exact simplex projection, not the paper's eq. 21, which does not
             sum to one once an entry is clipped). β scales of the two are not comparable:
             χ² at 2β ≈ KL at β to first order.
+        draw: How a batch is drawn from ``q`` (the same distribution either way):
+            ``"multinomial"`` (default): ``softmax`` over the n losses and ``torch.multinomial``, O(n)
+            per step. ``"tree"``: a float64 sum tree (fan-out 32) over the leaves
+            ``exp(β·(history_i − m))``, O(b log n) per step: each of the ``b`` draws descends the tree,
+            each :meth:`update` rewrites its ``b`` leaves and their ancestors (each recomputed from its
+            children, so the tree is a deterministic function of the history and ``m``). ``m`` is the
+            history's maximum at the last O(n) rebuild, which happens at the first draw, after a change
+            of β or a refresh, and when an update moves the total outside [1e-250, 1e250] (counted in
+            :meth:`stats` as ``tree_rebuilds``). ``prob_floor`` is drawn as a mixture (uniform with
+            probability ``prob_floor``). KL only (χ² weights need a threshold over all n losses); not on
+            MPS (no float64). Reads one more scalar per :meth:`update` (the total) to decide a rebuild.
         warm_start: Start with one epoch of uniform shuffling (every example once) that fills the
             history (the paper). ``False`` (beyond the paper) draws from ``q`` at once over
             ``history_init``.
@@ -299,7 +321,7 @@ class HardnessWeightedSampler(_TableSampler):
     """
 
     def __init__(self, data_source: Sized | int, batch_size: int, *, beta: float = 10.0, divergence: str = "kl",
-                 warm_start: bool = True, history_init: float | Tensor = -1.0, refresh_every: int | None = None,
+                 draw: str = "multinomial", warm_start: bool = True, history_init: float | Tensor = -1.0, refresh_every: int | None = None,
                  refresh_fn: Callable[[], Tensor] | None = None, prob_floor: float = 0.0,
                  importance_weights: bool = False, history_momentum: float = 0.0, max_pending: int = 0,
                  device: str | torch.device = "auto", generator: torch.Generator | None = None,
@@ -310,10 +332,17 @@ class HardnessWeightedSampler(_TableSampler):
         n = self.n
         self._q: Tensor | None = None  # cached q: valid until the history or an option changes
         self._q_key: tuple | None = None
+        # draw="tree": the levels below the top (leaves first) as (rows, K+1) float64 tensors whose column 0
+        # is 0, the top level with a leading 0 (None: not built), its cumsum, and the shift m of the leaves.
+        self._tree: list[Tensor] = []
+        self._top: Tensor | None = None
+        self._top_c: Tensor | None = None
+        self._tree_shift: float | None = None
+        self.tree_rebuilds = 0  # O(n) builds of the tree (draw="tree")
+        self._draw = "multinomial"
         self.beta = beta
-        if not isinstance(divergence, str) or divergence.lower() not in HWS_DIVERGENCES:
-            raise ValueError(f"divergence must be one of {HWS_DIVERGENCES}, got {divergence!r}")
-        self.divergence = divergence.lower()
+        self.divergence = divergence
+        self.draw = draw
         self.warm_start = bool(warm_start)
         self.prob_floor = _check_number(prob_floor, "prob_floor", low=0.0, low_inclusive=True)
         if self.prob_floor >= 1.0:
@@ -350,6 +379,41 @@ class HardnessWeightedSampler(_TableSampler):
     def beta(self, value: float) -> None:
         self._beta = _check_number(value, "beta", low=0.0, low_inclusive=True)
         self._q = None
+        self._drop_tree()
+
+    @property
+    def divergence(self) -> str:
+        """One of :data:`HWS_DIVERGENCES`; reassignable (``"chi2"`` needs ``draw="multinomial"``)."""
+        return self._divergence
+
+    @divergence.setter
+    def divergence(self, value: str) -> None:
+        if not isinstance(value, str) or value.lower() not in HWS_DIVERGENCES:
+            raise ValueError(f"divergence must be one of {HWS_DIVERGENCES}, got {value!r}")
+        if value.lower() != "kl" and self._draw == "tree":
+            raise ValueError(f"divergence={value!r} needs draw='multinomial': draw='tree' supports divergence='kl' "
+                             "only (χ² weights need a threshold over all n losses)")
+        self._divergence = value.lower()
+
+    @property
+    def draw(self) -> str:
+        """How batches are drawn, one of :data:`HWS_DRAWS` (the same distribution; see the class docs)."""
+        return self._draw
+
+    @draw.setter
+    def draw(self, value: str) -> None:
+        if not isinstance(value, str) or value.lower() not in HWS_DRAWS:
+            raise ValueError(f"draw must be one of {HWS_DRAWS}, got {value!r}")
+        value = value.lower()
+        if value == "tree" and self.divergence != "kl":
+            raise ValueError(f"draw='tree' supports divergence='kl' only (χ² weights need a threshold over all n "
+                             f"losses), got divergence={self.divergence!r}; use draw='multinomial'")
+        if value == "tree" and self.device.type == "mps":
+            raise ValueError("draw='tree' keeps a float64 sum tree, which MPS does not support; use "
+                             "draw='multinomial' on MPS")
+        self._draw = value
+        self._q = None
+        self._drop_tree()
 
     # ------------------------------------------------------------------ phase and length
 
@@ -376,10 +440,14 @@ class HardnessWeightedSampler(_TableSampler):
         ``worst_case_weights(history, divergence, beta)``, mixed with uniform when
         ``prob_floor > 0``. During the warm start the draw is a uniform permutation instead.
         """
-        key = (self._beta, self.divergence, self.prob_floor)
+        key = (self._beta, self.divergence, self.prob_floor, self._draw)
         if self._q is None or self._q_key != key:  # options can be reassigned (sliders, schedules)
             h = self.history
-            if self.divergence == "kl" and self.beta * self._abs_bound < 1e37:
+            if self._draw == "tree":  # the tree's own leaves, float64: what its draw uses
+                self._ensure_tree()
+                leaves = self._tree[0][:, 1:].reshape(-1)[:self.n] if self._tree else self._top[1:]
+                q = leaves / leaves.sum()
+            elif self.divergence == "kl" and self.beta * self._abs_bound < 1e37:
                 q = torch.softmax(h * self.beta, dim=0)  # softmax subtracts the max itself; β·h cannot overflow
             elif self.divergence == "kl":
                 q = _kl_penalised(h, None, self.beta, uniform=True)  # subtract first, then scale
@@ -399,6 +467,7 @@ class HardnessWeightedSampler(_TableSampler):
         self._abs_bound = float(losses.abs().max())
         self.last_update.fill_(self.step + 1)  # the same θ as the batch about to be drawn
         self._q = None
+        self._drop_tree()
 
     # ------------------------------------------------------------------ drawing
 
@@ -418,8 +487,92 @@ class HardnessWeightedSampler(_TableSampler):
             if self.refresh_every is not None and self.dro_step % self.refresh_every == 0:
                 self._refresh()
             self.dro_step += 1
-            idx = torch.multinomial(self.probabilities(), B, replacement=True, generator=self.generator)
+            if self._draw == "tree":
+                idx = self._tree_draw(B)
+            else:
+                idx = torch.multinomial(self.probabilities(), B, replacement=True, generator=self.generator)
         return self._count_draw(idx)
+
+    # ------------------------------------------------------------------ the sum tree (draw="tree")
+
+    def _drop_tree(self) -> None:
+        """Forget the tree; the next tree draw rebuilds it around the history's maximum."""
+        self._tree, self._top, self._top_c, self._tree_shift = [], None, None, None
+
+    def _ensure_tree(self) -> None:
+        if self._top is None:
+            self._build_tree(self._tree_shift)
+            if not _TREE_RANGE[0] <= float(self._top_c[-1]) <= _TREE_RANGE[1]:  # a loaded shift gone stale
+                self._build_tree()
+
+    def _leaves(self, h: Tensor) -> Tensor:
+        # One formula for the build and the updates: the tree is a function of (history, β, m). On the CPU
+        # numpy's exp: its result does not depend on an element's position (torch's CPU exp goes through
+        # MKL's threaded VML, which stalls for milliseconds on a busy machine; its exp2 differs by an ulp
+        # between vectorised and tail elements). Elsewhere torch's exp, elementwise per thread.
+        arg = (h.double() - self._tree_shift) * self._beta
+        if arg.device.type == "cpu":
+            with np.errstate(over="ignore", under="ignore"):  # inf leaves trigger a rebuild in _tree_write
+                return torch.from_numpy(np.exp(arg.numpy()))
+        return arg.exp_()
+
+    def _build_tree(self, shift: float | None = None) -> None:
+        """O(n): the leaves exp(β(h − m)) and every level above them; m = max(h) unless given (a loaded state)."""
+        if shift is None:
+            shift = float(self.history.max())
+            self.tree_rebuilds += 1
+        self._tree_shift = shift
+        K = _TREE_FANOUT
+        vals = self._leaves(self.history)
+        levels = []
+        while vals.numel() > _TREE_TOP:
+            rows, full = -(-vals.numel() // K), vals.numel() // K
+            store = torch.zeros(rows, K + 1, dtype=torch.float64, device=self.device)
+            store[:full, 1:] = vals[:full * K].view(full, K)
+            if rows > full:
+                store[full, 1:1 + vals.numel() - full * K] = vals[full * K:]
+            levels.append(store)
+            # a parent is the last entry of its children's cumsum: the same op as in _tree_write
+            vals = torch.cat([store[i:i + _TREE_CHUNK].cumsum(1)[:, -1] for i in range(0, rows, _TREE_CHUNK)])
+        self._tree = levels
+        self._top = torch.cat([vals.new_zeros(1), vals])
+        self._top_c = self._top.cumsum(0)
+
+    def _tree_write(self, indices: Tensor) -> None:
+        """Rewrite the leaves of ``indices`` (duplicates hold equal values) and recompute their ancestors."""
+        K = _TREE_FANOUT
+        vals, j = self._leaves(self.history[indices]), indices
+        for store in self._tree:
+            row = torch.div(j, K, rounding_mode="floor")
+            store.view(-1).index_put_((j + row + 1,), vals)  # (row, j mod K + 1) in the (rows, K+1) layout
+            vals = store.index_select(0, row).cumsum(1)[:, -1]
+            j = row
+        self._top.index_put_((j + 1,), vals)
+        self._top_c = self._top.cumsum(0)
+        total = float(self._top_c[-1])
+        if not _TREE_RANGE[0] <= total <= _TREE_RANGE[1]:  # overflow near, or relative precision at risk
+            self._build_tree()
+
+    def _tree_draw(self, B: int) -> Tensor:
+        """``B`` i.i.d. indices from (1 − prob_floor)·q + prob_floor/n, each descending the tree (no host sync)."""
+        self._ensure_tree()
+        K, g, dev = _TREE_FANOUT, self.generator, self.device
+        c = self._top_c
+        r = torch.rand(B, dtype=torch.float64, device=dev, generator=g) * c[-1]
+        j = torch.searchsorted(c, r, right=True).sub_(1).clamp_max_(c.numel() - 2)  # c[j] ≤ r < c[j+1]
+        r = r - c[j]
+        for store in reversed(self._tree):
+            cs = store.index_select(0, j).cumsum(1)  # (B, K+1): 0, then the children's running totals
+            child = torch.searchsorted(cs, r.unsqueeze(1), right=True).sub_(1).clamp_max_(K - 1)
+            r = r - cs.gather(1, child).squeeze(1)
+            j = j * K + child.squeeze(1)
+        # Zero-weight leaves (padding, underflow) have an empty interval; the clamps above and below only
+        # act when rounding puts r at a row's total (probability ~1e-16 per level).
+        j = j.clamp_max_(self.n - 1)
+        if self.prob_floor > 0:
+            uniform = torch.rand(B, device=dev, generator=g) < self.prob_floor
+            j = torch.where(uniform, torch.randint(self.n, (B,), device=dev, generator=g), j)
+        return j
 
     def _next_batch(self) -> Tensor:
         # The warm-start coverage first: a warm start without any update also leaves batches pending,
@@ -506,6 +659,8 @@ class HardnessWeightedSampler(_TableSampler):
         self.last_update[indices] = self.step
         self.pending = max(self.pending - 1, 0)
         self._q = None
+        if self._top is not None:
+            self._tree_write(indices)
 
     # ------------------------------------------------------------------ inspection
 
@@ -519,6 +674,7 @@ class HardnessWeightedSampler(_TableSampler):
         q = self.probabilities().double()
         h = self.history.double()
         age = self.ages()
+        extra = {"tree_rebuilds": self.tree_rebuilds} if self._draw == "tree" else {}
         return {
             "phase": self.phase,
             "epoch": self.epoch,
@@ -531,6 +687,7 @@ class HardnessWeightedSampler(_TableSampler):
             "history_std": float(h.std(unbiased=False)),
             "history_max": float(h.max()),
             "max_age": int(age.max()),
+            **extra,
         }
 
     # ------------------------------------------------------------------ state
@@ -544,6 +701,7 @@ class HardnessWeightedSampler(_TableSampler):
             "dro_step": self.dro_step,
             "pending": self.pending, "generator": self.generator.get_state(),
             "perm_state": None if self._perm_state is None else self._perm_state.clone(),
+            "draw": self._draw, "tree_shift": self._tree_shift, "tree_rebuilds": self.tree_rebuilds,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -551,11 +709,17 @@ class HardnessWeightedSampler(_TableSampler):
         for key in ("n", "world_size"):
             if state[key] != getattr(self, key):
                 raise ValueError(f"state_dict was saved with {key}={state[key]}, this sampler has {getattr(self, key)}")
+        self._draw = "multinomial"  # any saved divergence is valid with it; the saved draw is set below
         for key in _OPTIONS:  # the saved run's options win: resuming continues *that* run
             setattr(self, key, state[key])
+        self.draw = state.get("draw", "multinomial")  # states saved before draw="tree" existed: multinomial
         if self.refresh_every is not None and self.refresh_fn is None:
             raise ValueError("the saved sampler refreshes its history (refresh_every) but this one has no refresh_fn")
         self.history = state["history"].to(self.device, torch.float32).clone()
+        # the tree is rebuilt lazily from the history and the saved shift: bit-identical to the saved one
+        self._drop_tree()
+        self._tree_shift = state.get("tree_shift")
+        self.tree_rebuilds = state.get("tree_rebuilds", 0)
         self._abs_bound = float(self.history.abs().max())
         self.last_update = state["last_update"].to(self.device, torch.int32).clone()
         self._counts = state["counts"].to(self.device, torch.int32).clone()
@@ -572,6 +736,8 @@ class HardnessWeightedSampler(_TableSampler):
 
     def __repr__(self) -> str:
         extras = [f"refresh_every={self.refresh_every}"] if self.refresh_every else []
+        if self._draw != "multinomial":
+            extras.append(f"draw={self._draw!r}")
         extras += [f"{k}={getattr(self, a)}" for k, a in (("prob_floor", "prob_floor"),
                                                         ("history_momentum", "history_momentum")) if getattr(self, a)]
         if self.use_importance_weights:
