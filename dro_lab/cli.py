@@ -9,7 +9,9 @@
     dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
     dro-lab --version
 
-Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error.
+Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error, 128 + the
+signal's number when ``course run`` was interrupted (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP):
+the finished lessons are kept and the next run resumes.
 Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand that needs them,
 so ``dro-lab --help`` stays fast.
 """
@@ -17,6 +19,8 @@ so ``dro-lab --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from typing import Any, Sequence
 
@@ -74,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         "with the same preset, parameters and notebook are reused (status 'cached') unless --force. "
         "With --sweep PARAM=v1,v2,... the lessons run once per value into OUT/sweep-PARAM/PARAM=v/ and "
         "OUT/sweep-PARAM/index.html shows every recorded number against the value. "
-        "Exit status 1 if any lesson failed.",
+        "Exit status 1 if any lesson failed (the summary names the failure: raised, timed out, kernel died, "
+        "killed; the cell; the message), 2 for a usage error, 130 when interrupted (Ctrl-C; 143 for SIGTERM): "
+        "running lessons are stopped and recorded, finished ones kept, and the same command resumes.",
     )
     run.add_argument("--preset", default="smoke", help="preset from the syllabus (default: smoke)")
     run.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="lessons run at once (default: 1)")
@@ -144,9 +150,7 @@ def _course_list(args: argparse.Namespace) -> int:
 def _course_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .course import (
-        DEFAULT_TIMEOUT, load_syllabus, parse_parameter_value, run_course, run_sweep, summary_table, sweep_table,
-    )
+    from .course import DEFAULT_TIMEOUT, RunInterrupted, load_syllabus, parse_parameter_value, summary_table
 
     syllabus = load_syllabus(args.syllabus)
     parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
@@ -158,9 +162,11 @@ def _course_run(args: argparse.Namespace) -> int:
             print(f"[cached] {result.id}{value}: reused the run of {result.seconds:.1f} s (--force re-runs)",
                   file=sys.stderr, flush=True)
             return
-        where = f" at {result.failing_cell.describe()}" if result.failing_cell else ""
-        error = f" ({result.error})" if result.error and not result.failing_cell else ""
-        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{where}{error}",
+        if result.status == "skipped":
+            print(f"[skipped] {result.id}{value}: {result.error or 'not selected'}", file=sys.stderr, flush=True)
+            return
+        problem = f": {result.problem}" if result.status == "failed" else ""
+        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{problem}",
               file=sys.stderr, flush=True)
 
     common = dict(
@@ -175,6 +181,24 @@ def _course_run(args: argparse.Namespace) -> int:
         kernel_name=args.kernel_name,
         on_result=progress,
     )
+    try:
+        with _signals_interrupt():
+            return _course_run_body(args, syllabus, common)
+    except RunInterrupted as stop:
+        if not args.sweep:
+            print(summary_table(stop.results))
+        where = Path(args.out) / (f"sweep-{args.sweep[0]}" if args.sweep else "")
+        print(f"\ndro-lab course run: interrupted by {signal.Signals(stop.signum).name}; finished lessons are kept "
+              f"in {where}, lessons that were running are marked failed (interrupted); run the same command again "
+              "to resume", file=sys.stderr)
+        return 128 + stop.signum
+
+
+def _course_run_body(args: argparse.Namespace, syllabus: Any, common: dict[str, Any]) -> int:
+    from pathlib import Path
+
+    from .course import run_course, run_sweep, summary_table, sweep_table
+
     if args.sweep:
         param, values = args.sweep
         sweep = run_sweep(syllabus, param, values, **common)
@@ -187,6 +211,39 @@ def _course_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     print(f"\nsummary: {out / 'summary.md'}" + (f"   pages: {out / 'index.html'}" if args.html else ""))
     return 1 if any(r.status == "failed" for r in results) else 0
+
+
+class _Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like a Ctrl-C so that a run stops the same way (and records it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_interrupt():
+    """While a run lasts, SIGTERM and SIGHUP stop it like Ctrl-C (the default would kill the runner
+    without stopping the lessons or writing the summary). Only in the main thread."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Signalled(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def _bench(argv: Sequence[str]) -> int:
@@ -223,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, FileNotFoundError) as exc:  # SyllabusError is a ValueError
             print(f"dro-lab course {args.course_command}: error: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt as exc:  # before or after the run itself (that one is handled)
+            print(f"dro-lab course {args.course_command}: interrupted", file=sys.stderr)
+            return 128 + getattr(exc, "signum", signal.SIGINT)
     return 2  # unreachable: argparse rejects unknown commands
 
 

@@ -17,16 +17,29 @@ batch run, a test or a parameter sweep can read results without parsing cell out
 
 Importing this module is cheap: papermill, nbformat and nbconvert are imported only when a course
 is run, so a notebook may import :func:`record` freely.
+
+Every lesson checks its injected parameters in the cell after its ``parameters`` cell with
+:func:`check_parameter`, so that ``-p epochs 0`` stops there with a message naming the parameter
+and its valid values, before any heavy cell.
+
+Faults: a lesson that raises, times out (``timeout`` per cell) or whose kernel dies is reported
+``failed`` with its failure kind (:data:`FAILURE_KINDS`), failing cell and message, and the other
+lessons run on. A run stopped by Ctrl-C or SIGTERM stops its papermill processes and kernels, marks
+the half-run lessons ``failed`` (``interrupted``), writes the summary and raises
+:class:`RunInterrupted`; run the same command again to resume. Every record and summary file is
+written atomically (a temporary file, then :func:`os.replace`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -40,12 +53,15 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "RECORD_ENV",
     "PRESET_ENV",
+    "FAILURE_KINDS",
     "FailingCell",
     "Lesson",
     "LessonResult",
+    "RunInterrupted",
     "Syllabus",
     "SweepResult",
     "SyllabusError",
+    "check_parameter",
     "find_failing_cell",
     "find_syllabus",
     "load_syllabus",
@@ -77,6 +93,10 @@ DEFAULT_PRESETS: dict[str, str] = {
 }
 #: Default per-cell execution timeout of :func:`run_course`, in seconds.
 DEFAULT_TIMEOUT = 600.0
+#: How a failed lesson failed (``LessonResult.failure``): a cell raised; a cell ran past the timeout;
+#: the kernel died (killed, out of memory, a crash in native code); papermill itself was killed by a
+#: signal that the runner did not send; the run was interrupted (Ctrl-C, SIGTERM) while it ran.
+FAILURE_KINDS = ("raised", "timed out", "kernel died", "killed", "interrupted")
 #: Where the syllabus lives relative to the repository root.
 SYLLABUS_RELPATH = Path("course") / "syllabus.yaml"
 
@@ -457,6 +477,123 @@ def read_records(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
+# Parameter checks inside a lesson
+# --------------------------------------------------------------------------------------------
+
+_KIND_WORDS = {
+    "int": ("an integer", "integers"),
+    "number": ("a number", "numbers"),
+    "str": ("a string", "strings"),
+    "bool": ("True or False", "booleans"),
+}
+
+
+def _kind_ok(kind: str | None, value: Any) -> bool:
+    if kind is None:
+        return True
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    raise ValueError(f"check_parameter: invalid kind {kind!r}; kinds: {', '.join(_KIND_WORDS)}")
+
+
+def _number_text(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def check_parameter(
+    name: str,
+    value: Any,
+    kind: str | None = None,
+    *,
+    choices: Iterable[Any] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    none_ok: bool = False,
+    each: bool = False,
+) -> Any:
+    """Check one parameter of a lesson (as papermill injected it); return it unchanged.
+
+    Lessons call this in the cell after their ``parameters`` cell, so that a bad value stops the
+    lesson there, with a message that names the parameter and what it accepts::
+
+        check_parameter("preset", preset, choices=("smoke", "full", "gpu"))
+        check_parameter("seed", seed, "int", low=0)
+        check_parameter("device", device, "str")
+        check_parameter("cvar_alpha", cvar_alpha, "number", low=0, high=1, low_open=True)  # (0, 1]
+        check_parameter("betas", betas, "number", low=0, low_open=True, each=True)          # a list
+
+    Args:
+        name: the parameter's name, as in the ``parameters`` cell.
+        value: its value.
+        kind: ``"int"`` (not bool), ``"number"`` (int or float, finite, not bool), ``"str"``,
+            ``"bool"``, or None (any type).
+        choices: the allowed values.
+        low, high: bounds (inclusive unless ``low_open`` / ``high_open``).
+        none_ok: None is allowed too (``None`` = "take it from the preset").
+        each: ``value`` must be a non-empty list (or tuple) whose every item passes the checks.
+
+    Raises:
+        ValueError: ``Invalid parameter NAME=VALUE: expected ...``.
+    """
+    choices = tuple(choices) if choices is not None else None
+    singular, plural = _KIND_WORDS.get(kind, ("a value", "values")) if kind is not None else ("a value", "values")
+    _kind_ok(kind, None)  # rejects an unknown kind even when value is fine
+
+    conditions = []
+    if low is not None and high is not None:
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        conditions.append(f"in {left}{_number_text(low)}, {_number_text(high)}{right}")
+    elif low is not None:
+        conditions.append(f"{'>' if low_open else '≥'} {_number_text(low)}")
+    elif high is not None:
+        conditions.append(f"{'<' if high_open else '≤'} {_number_text(high)}")
+    if choices is not None:
+        what = "one of " + ", ".join(repr(c) for c in choices)
+        if each:
+            what = f"a non-empty list of values drawn from {', '.join(repr(c) for c in choices)}"
+    elif each:
+        what = f"a non-empty list of {plural}" + (f" {conditions[0]}" if conditions else "")
+    else:
+        what = singular + (f" {conditions[0]}" if conditions else "")
+    if none_ok:
+        what += " or None"
+
+    def ok(item: Any) -> bool:
+        if not _kind_ok(kind, item):
+            return False
+        # True == 1 in Python; a choice of 1 must not accept True (nor the reverse)
+        if choices is not None and not any(item == c and isinstance(item, bool) == isinstance(c, bool)
+                                           for c in choices):
+            return False
+        if low is not None and not (item > low if low_open else item >= low):
+            return False
+        if high is not None and not (item < high if high_open else item <= high):
+            return False
+        return True
+
+    if value is None and none_ok:
+        return value
+    if each:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ValueError(f"Invalid parameter {name}={value!r}: expected {what}")
+        for position, item in enumerate(value):
+            if not ok(item):
+                raise ValueError(f"Invalid parameter {name}={value!r}: expected {what} (item {position} is {item!r})")
+        return value
+    if not ok(value):
+        raise ValueError(f"Invalid parameter {name}={value!r}: expected {what}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
 # Running the course
 # --------------------------------------------------------------------------------------------
 
@@ -502,8 +639,10 @@ class LessonResult:
         log: papermill's log of the run (and the kernel's stderr).
         records: the recorded values.
         parameters: the parameters passed to papermill.
-        error: one line describing the failure, else None.
+        error: one line describing the failure, else None (for a lesson not started because the
+            run was interrupted: why it did not run).
         failing_cell: where it failed, when papermill could tell.
+        failure: how a failed lesson failed, one of :data:`FAILURE_KINDS`, else None.
     """
 
     id: str
@@ -518,6 +657,21 @@ class LessonResult:
     parameters: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     failing_cell: FailingCell | None = None
+    failure: str | None = None
+
+    @property
+    def problem(self) -> str:
+        """One line for summaries: the failure kind, the failing cell and the message ('' when ok).
+
+        ``raised: cell 2 (In [3]) `raise ValueError("x")` -> ValueError: x``,
+        ``timed out after 3 s in cell 1 (`import time`)``, ``kernel died in cell 2 (`os.kill(...)`)``.
+        """
+        if self.status != "failed":
+            return self.error or ""
+        if self.failure in (None, "raised"):
+            text = self.failing_cell.describe() if self.failing_cell else (self.error or "")
+            return f"raised: {text}" if self.failure else text
+        return self.error or self.failure
 
     @property
     def ok(self) -> bool:
@@ -622,7 +776,34 @@ def find_failing_cell(notebook: Any, log: str = "") -> FailingCell | None:
             ename=str(ename),
             evalue=str(evalue),
         )
+    if reason is not None:
+        # A dead kernel leaves no error output and papermill marks the cell completed: the failing
+        # cell is the last one that started.
+        started = [i for i, c in enumerate(cells) if c.get("cell_type") == "code"
+                   and c.get("metadata", {}).get("papermill", {}).get("start_time")]
+        if started:
+            index = started[-1]
+            cell = cells[index]
+            injected_before = sum("injected-parameters" in c.get("metadata", {}).get("tags", [])
+                                  for c in cells[:index])
+            return FailingCell(
+                index=index - injected_before, executed_index=index, exec_count=cell.get("execution_count"),
+                first_line=_first_line(cell.get("source", "")), ename=reason[0], evalue=reason[1],
+            )
     return None
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and :func:`os.replace`,
+    so that a reader (or a run interrupted mid-write) never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _export_html(notebook: Path, target: Path, title: str) -> None:
@@ -631,7 +812,7 @@ def _export_html(notebook: Path, target: Path, title: str) -> None:
 
     nb = nbformat.read(str(notebook), as_version=4)
     body, _ = HTMLExporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
-    target.write_text(body, encoding="utf-8")
+    _write_text_atomic(target, body)
 
 
 def _papermill_command(task: Mapping[str, Any], executed: Path) -> list[str]:
@@ -677,13 +858,12 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
         "notebook_sha256": task["notebook_sha256"],
         "dro_lab": __version__,
         "status": result.status,
+        "failure": result.failure,
+        "error": result.error,
         "seconds": result.seconds,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    path = _run_record_path(task)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    _write_text_atomic(_run_record_path(task), json.dumps(payload, indent=2, default=str))
 
 
 def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult | None:
@@ -740,21 +920,142 @@ def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesson
 _LAUNCH_GAP = 2.0
 _launch_lock = threading.Lock()
 _last_launch = [-math.inf]
+#: Seconds a stopped papermill process and its kernel get to exit after SIGTERM before SIGKILL.
+_STOP_GRACE = 3.0
+
+
+class _Cancelled(Exception):
+    """The run was interrupted before this lesson started."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (SIGINT) or, from ``dro-lab``, SIGTERM/SIGHUP.
+
+    Raised by :func:`run_course` and :func:`run_sweep` after they have stopped the running lessons'
+    papermill processes and kernels, marked those lessons ``failed`` (failure ``interrupted``; their
+    ``<id>.run.json`` says so, so resume runs them again), reported the lessons that had not started
+    as ``skipped`` and written the summary. Finished lessons keep their outputs; run again to resume.
+
+    Attributes:
+        results: one :class:`LessonResult` per lesson (per syllabus lesson for :func:`run_course`).
+        signum: the signal that stopped the run (``signal.SIGINT`` for Ctrl-C).
+    """
+
+    def __init__(self, results: Sequence[LessonResult] = (), signum: int = signal.SIGINT):
+        super().__init__(f"run interrupted by {signal.Signals(signum).name}")
+        self.results = list(results)
+        self.signum = int(signum)
+
+
+class _RunControl:
+    """The papermill processes of one run, so that an interrupt can stop them (and their kernels)."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._processes: set[subprocess.Popen] = set()
+
+    def launch(self, command: list[str], **kwargs: Any) -> subprocess.Popen:
+        with _launch_lock:
+            wait = _last_launch[0] + _LAUNCH_GAP - time.monotonic()
+            if wait > 0:
+                self.cancel.wait(wait)
+            with self._lock:
+                if self.cancel.is_set():
+                    raise _Cancelled()
+                # Its own session: a Ctrl-C in the terminal reaches the runner only, which then stops
+                # each lesson in order (papermill, then its kernel) and records what happened.
+                process = subprocess.Popen(command, start_new_session=True, **kwargs)
+                self._processes.add(process)
+            _last_launch[0] = time.monotonic()
+        return process
+
+    def forget(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._processes.discard(process)
+
+    def stop_all(self) -> None:
+        """Set the cancel flag; SIGTERM every running papermill and its kernel, SIGKILL after a grace."""
+        self.cancel.set()
+        with self._lock:
+            processes = [p for p in self._processes if p.poll() is None]
+        try:
+            import psutil
+        except ImportError:  # ipykernel depends on psutil; without it, stop papermill only (its
+            psutil = None    # kernel notices that its parent is gone and exits)
+        descendants: list[Any] = []
+        for process in processes:
+            if psutil is not None:
+                try:
+                    descendants += psutil.Process(process.pid).children(recursive=True)
+                except psutil.Error:
+                    pass
+        for victim in [*processes, *descendants]:
+            try:
+                victim.terminate()
+            except Exception:
+                pass
+        deadline = time.monotonic() + _STOP_GRACE
+        # Popen.wait for our own children (only it may reap them: their exit status tells the worker
+        # thread what happened), psutil's wait for the kernels (not our children).
+        for victim in [*processes, *descendants]:
+            try:
+                victim.wait(max(0.01, deadline - time.monotonic()))
+            except Exception:
+                try:
+                    victim.kill()
+                except Exception:
+                    pass
 
 
 def _launch(command: list[str], **kwargs: Any) -> subprocess.Popen:
-    with _launch_lock:
-        wait = _last_launch[0] + _LAUNCH_GAP - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        process = subprocess.Popen(command, **kwargs)
-        _last_launch[0] = time.monotonic()
-    return process
+    """Start ``command`` (papermill) after the launch gap; outside a run's control."""
+    return _RunControl().launch(command, **kwargs)
 
 
-def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult:
+def _where(cell: FailingCell | None) -> str:
+    return f" in cell {cell.index} (`{cell.first_line}`)" if cell is not None else ""
+
+
+def _classify_failure(
+    task: Mapping[str, Any], returncode: int, executed: Path, log: str, log_name: str, interrupted: bool,
+) -> tuple[str, FailingCell | None, str]:
+    """(failure kind, failing cell, one-line error) of a papermill run that exited with ``returncode``."""
+    if interrupted:
+        cell = find_failing_cell(executed)
+        if cell is not None:
+            cell = dataclasses.replace(cell, ename="Interrupted", evalue="the run was stopped while this cell ran")
+        return "interrupted", cell, f"interrupted: the run was stopped{_where(cell)}; run again to resume"
+    reason = _last_exception_line(log)
+    cell = find_failing_cell(executed, log)
+    name = reason[0] if reason else ""
+    if name == "CellTimeoutError":
+        limit = max(1, math.ceil(task["timeout"])) if task.get("timeout") is not None else None
+        after = f" after {limit} s" if limit is not None else ""
+        return "timed out", cell, f"timed out{after}{_where(cell)} (the per-cell timeout; raise --timeout)"
+    if name == "DeadKernelError":
+        return "kernel died", cell, f"kernel died{_where(cell)} (killed, out of memory or crashed; see {log_name})"
+    if returncode < 0:
+        try:
+            signame = signal.Signals(-returncode).name
+        except ValueError:
+            signame = f"signal {-returncode}"
+        return "killed", cell, f"papermill was killed by {signame}{_where(cell)} (see {log_name})"
+    if cell is not None:
+        return "raised", cell, f"{cell.ename}: {cell.evalue}" if cell.evalue else cell.ename
+    error = f"{reason[0]}: {reason[1]}" if reason else f"papermill exited with status {returncode}"
+    return "raised", None, f"{error} (see {log_name})"
+
+
+def _execute_lesson(
+    task: Mapping[str, Any], html_lock: threading.Lock, control: _RunControl | None = None
+) -> LessonResult:
     """Run one lesson: papermill in a subprocess (its own kernel), then the HTML export. Never raises
-    for a failing lesson; writes ``<id>.run.json`` at the end."""
+    for a failing lesson; writes ``<id>.run.json`` at the end. Raises :class:`_Cancelled` when the
+    run was interrupted before the lesson started."""
+    control = control if control is not None else _RunControl()
+    if control.cancel.is_set():
+        raise _Cancelled()
     out = Path(task["out"])
     lesson_id = task["id"]
     executed = out / f"{lesson_id}.ipynb"
@@ -777,38 +1078,39 @@ def _execute_lesson(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesso
     # A subprocess, not a worker of ours: papermill's own CLI, whose log (and the kernel's stderr)
     # goes to <id>.log instead of the terminal; and no multiprocessing re-import of the caller.
     with open(log_path, "w", encoding="utf-8") as log_file:
-        process = _launch(
+        process = control.launch(
             _papermill_command(task, executed), env=env, stdin=subprocess.DEVNULL,
             stdout=log_file, stderr=subprocess.STDOUT,
         )
         start = time.perf_counter()  # not counting the wait for a launch slot
-        returncode = process.wait()
+        try:
+            returncode = process.wait()
+        finally:
+            control.forget(process)
     log = log_path.read_text(encoding="utf-8", errors="replace")
+    interrupted = returncode != 0 and control.cancel.is_set()
     if returncode != 0:
         result.status = "failed"
-        cell = find_failing_cell(executed, log)
-        result.failing_cell = cell
-        if cell is not None:
-            result.error = f"{cell.ename}: {cell.evalue}" if cell.evalue else cell.ename
-        else:
-            found = _last_exception_line(log)
-            result.error = (
-                f"{found[0]}: {found[1]}" if found else f"papermill exited with status {returncode}"
-            ) + f" (see {log_path.name})"
+        result.failure, result.failing_cell, result.error = _classify_failure(
+            task, returncode, executed, log, log_path.name, interrupted)
 
     if executed.is_file():
         result.notebook = executed
-        if task["html"]:
+        if task["html"] and not interrupted:  # stopping: no export, exit fast
             try:
                 with html_lock:  # nbconvert's exporters are not documented as thread-safe
                     _export_html(executed, html_path, task["title"])
                 result.html = html_path
             except Exception as exc:
                 result.status = "failed"
+                result.failure = result.failure or "raised"
                 result.error = result.error or f"HTML export failed: {type(exc).__name__}: {exc}"
     if record_path.is_file():
-        result.record_file = record_path
-        result.records = read_records(record_path)
+        try:
+            result.records = read_records(record_path)
+            result.record_file = record_path
+        except ValueError:  # half-written by a killed kernel (record() writes atomically; belt and braces)
+            pass
     result.log = log_path
     result.seconds = time.perf_counter() - start
     _write_run_record(task, result)
@@ -899,6 +1201,33 @@ def _make_task(
     }
 
 
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """While the runner stops its lessons (a few seconds at most), further SIGINT/SIGTERM/SIGHUP are
+    ignored, so that pressing Ctrl-C twice cannot orphan a kernel. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            try:
+                previous[number] = signal.signal(number, signal.SIG_IGN)
+            except (ValueError, OSError):
+                pass
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+
+
+def _not_started(task: Mapping[str, Any]) -> LessonResult:
+    return LessonResult(id=task["id"], title=task["title"], status="skipped", parameters=dict(task["parameters"]),
+                        error="not started: the run was interrupted")
+
+
 def _run_tasks(
     tasks: Sequence[dict[str, Any]],
     *,
@@ -906,46 +1235,85 @@ def _run_tasks(
     force: bool,
     on_result: Callable[[LessonResult], None] | None,
 ) -> list[LessonResult]:
-    """Run ``tasks`` (reusing earlier runs unless ``force``), ``jobs`` at a time; results in task order."""
+    """Run ``tasks`` (reusing earlier runs unless ``force``), ``jobs`` at a time; results in task order.
+
+    On KeyboardInterrupt (Ctrl-C; ``dro-lab`` turns SIGTERM and SIGHUP into one): stops the running
+    lessons (see :class:`_RunControl`), lets their threads record them as interrupted, and raises
+    :class:`RunInterrupted` with one result per task.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     html_lock = threading.Lock()
+    control = _RunControl()
     results: list[LessonResult | None] = [None] * len(tasks)
-    pending: list[int] = []
-    for position, task in enumerate(tasks):
-        cached = None if force else _cached_result(task, html_lock)
-        if cached is None:
-            pending.append(position)
-            continue
-        results[position] = cached
+    reported: set[int] = set()
+    futures: dict[Any, int] = {}
+    pool: ThreadPoolExecutor | None = None
+
+    def outcome(future: Any, task: Mapping[str, Any]) -> LessonResult:
+        if future.cancelled():
+            return _not_started(task)
+        try:
+            return future.result()
+        except _Cancelled:
+            return _not_started(task)
+        except Exception as exc:  # e.g. the output folder vanished; report, go on
+            return LessonResult(
+                id=task["id"], title=task["title"], status="failed", parameters=task["parameters"],
+                error=f"{type(exc).__name__}: {exc}", failure="raised",
+            )
+
+    def report(position: int, result: LessonResult) -> None:
+        results[position] = result
+        reported.add(position)
         if on_result is not None:
-            on_result(cached)
+            on_result(result)
 
-    # Several torch kernels on few cores fight for them; share the cores unless the user chose.
-    workers = min(jobs, max(1, len(pending)))
-    if workers > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // workers))
-        env = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-        for position in pending:
-            tasks[position]["env"] = env
+    try:
+        pending: list[int] = []
+        for position, task in enumerate(tasks):
+            cached = None if force else _cached_result(task, html_lock)
+            if cached is None:
+                pending.append(position)
+            else:
+                report(position, cached)
 
-    if pending:
-        from concurrent.futures import ThreadPoolExecutor, as_completed
+        # Several torch kernels on few cores fight for them; share the cores unless the user chose.
+        workers = min(jobs, max(1, len(pending)))
+        if workers > 1:
+            threads = str(max(1, (os.cpu_count() or 1) // workers))
+            env = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+            for position in pending:
+                tasks[position]["env"] = env
 
-        # Threads only wait on papermill subprocesses, so the GIL is no bottleneck.
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_execute_lesson, tasks[p], html_lock): p for p in pending}
+        if pending:
+            # Threads only wait on papermill subprocesses, so the GIL is no bottleneck. The main thread
+            # waits in as_completed, where a Ctrl-C lands.
+            pool = ThreadPoolExecutor(max_workers=workers)
+            for position in pending:
+                futures[pool.submit(_execute_lesson, tasks[position], html_lock, control)] = position
             for future in as_completed(futures):
                 position = futures[future]
-                task = tasks[position]
-                try:
-                    result = future.result()
-                except Exception as exc:  # e.g. the output folder vanished; report, go on
-                    result = LessonResult(
-                        id=task["id"], title=task["title"], status="failed",
-                        parameters=task["parameters"], error=f"{type(exc).__name__}: {exc}",
-                    )
-                results[position] = result
+                report(position, outcome(future, tasks[position]))
+            pool.shutdown(wait=True)
+    except KeyboardInterrupt as exc:
+        control.cancel.set()
+        for future in futures:
+            future.cancel()  # not started yet: never starts
+        with _interrupts_deferred():  # a second Ctrl-C must not leave kernels behind
+            control.stop_all()
+            if pool is not None:
+                pool.shutdown(wait=True)  # the running lessons' threads record them as interrupted
+        for future, position in futures.items():
+            if position not in reported:
+                results[position] = outcome(future, tasks[position])
                 if on_result is not None:
-                    on_result(result)
+                    try:
+                        on_result(results[position])
+                    except Exception:
+                        pass
+        final = [r if r is not None else _not_started(task) for r, task in zip(results, tasks)]
+        raise RunInterrupted(final, signum=getattr(exc, "signum", signal.SIGINT)) from None
     return [r for r in results if r is not None]
 
 
@@ -1008,8 +1376,18 @@ def run_course(
     Returns:
         one :class:`LessonResult` per syllabus lesson, in syllabus order.
 
+    Faults: a lesson that raises, runs a cell past ``timeout`` or whose kernel dies is ``failed``
+    with :attr:`LessonResult.failure` (``raised``, ``timed out``, ``kernel died``, ``killed``), its
+    failing cell and a one-line error; the other lessons run on and keep their outputs. A Ctrl-C
+    stops the running lessons (papermill and kernel), records them as failed with failure
+    ``interrupted``, writes the summary (``"interrupted"`` in ``summary.json``) and raises
+    :class:`RunInterrupted`; the same call again resumes. Every run and summary file is written
+    atomically.
+
     Raises:
         ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter.
+        RunInterrupted: the run was interrupted (a ``KeyboardInterrupt``); its ``results`` hold
+            every lesson's result.
     """
     syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
     overrides = dict(parameters or {})
@@ -1028,7 +1406,13 @@ def run_course(
             lesson, preset=preset, params=params, out_dir=out_dir, timeout=timeout, kernel_name=kernel_name,
             html=html, notebook_sha256=_sha256(lesson.notebook),
         ))
-    results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    try:
+        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    except RunInterrupted as stop:
+        stop.results = _in_syllabus_order(syllabus, stop.results)
+        write_summary(stop.results, out_dir, syllabus=syllabus, preset=preset, parameters=overrides,
+                      interrupted=stop.signum)
+        raise
     ordered = _in_syllabus_order(syllabus, results)
     write_summary(ordered, out_dir, syllabus=syllabus, preset=preset, parameters=overrides)
     return ordered
@@ -1046,14 +1430,15 @@ def _md_cell(text: str) -> str:
 
 
 def summary_table(results: Sequence[LessonResult]) -> str:
-    """The results as a Markdown table: lesson / title / status / seconds / failing cell."""
+    """The results as a Markdown table: lesson / title / status / seconds / failing cell (for a failed
+    lesson: the failure kind, the cell and the message, :attr:`LessonResult.problem`)."""
     lines = [
         "| lesson | title | status | seconds | failing cell |",
         "|---|---|---|---:|---|",
     ]
     for r in results:
         seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
-        failing = r.failing_cell.describe() if r.failing_cell else (r.error or "")
+        failing = r.problem
         lines.append(
             f"| {_md_cell(r.id)} | {_md_cell(r.title)} | {r.status} | {seconds} | {_md_cell(failing)} |"
         )
@@ -1086,14 +1471,25 @@ def write_summary(
     syllabus: Syllabus | None = None,
     preset: str | None = None,
     parameters: Mapping[str, Any] | None = None,
+    interrupted: int | bool | None = None,
 ) -> dict[str, Path]:
     """Write ``summary.md``, ``summary.json`` and ``index.html`` into ``out``; return their paths.
 
     ``index.html`` links every executed lesson (HTML page, notebook, log) and shows its status
     (ok / cached / failed / skipped), its seconds beside the syllabus's expected minutes for the
-    preset, the failing cell, and its scalar records (collapsed).
+    preset, for a failed lesson the failure kind, failing cell and message, and its scalar records
+    (collapsed). ``interrupted`` (a signal number, or True) marks a run that was stopped before the
+    end: the pages say so and ``summary.json`` has ``"ok": false``. Each file is written atomically.
     """
     out = Path(out)
+    stopped_by = None
+    if interrupted:
+        try:
+            stopped_by = signal.Signals(int(interrupted)).name if interrupted is not True else "SIGINT"
+        except ValueError:
+            stopped_by = f"signal {int(interrupted)}"
+    stop_note = (f"**interrupted** by {stopped_by}: the lessons that had not finished are failed (interrupted) "
+                 "or skipped (not started); run the same command again to resume") if stopped_by else ""
     counts = {s: sum(r.status == s for r in results) for s in _STATUSES}
     from . import __version__
 
@@ -1110,11 +1506,18 @@ def write_summary(
         "",
         f"{header}; {_tally(counts)}.",
         "",
+        *([stop_note, ""] if stop_note else []),
         summary_table(results),
         "",
     ]
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        md += ["## Failures", ""]
+        md += [f"- **{r.id}** ({r.failure or 'raised'}): {_md_cell(r.problem)}"
+               + (f" — log: `{Path(os.path.relpath(r.log, out)).as_posix()}`" if r.log else "") for r in failed]
+        md.append("")
     paths = {"md": out / "summary.md", "json": out / "summary.json", "html": out / "index.html"}
-    paths["md"].write_text("\n".join(md), encoding="utf-8")
+    _write_text_atomic(paths["md"], "\n".join(md))
 
     lesson_dicts = []
     for r in results:
@@ -1130,10 +1533,11 @@ def write_summary(
         "python": sys.version.split()[0],
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "counts": counts,
-        "ok": counts["failed"] == 0,
+        "ok": counts["failed"] == 0 and not stopped_by,
+        "interrupted": stopped_by,
         "lessons": lesson_dicts,
     }
-    paths["json"].write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    _write_text_atomic(paths["json"], json.dumps(payload, indent=2, default=str))
 
     def link(path: Path | None, label: str) -> str:
         if path is None:
@@ -1143,7 +1547,7 @@ def write_summary(
     tally = f"{header.replace('`', '')}; {_tally(counts)}."
     rows = []
     for r in results:
-        failing = r.failing_cell.describe() if r.failing_cell else (r.error or "")
+        failing = r.problem
         seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
         if r.status == "cached" and seconds:
             seconds += " (earlier run)"
@@ -1173,16 +1577,18 @@ def write_summary(
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}}
 tr.failed td{{background:#fdd}}tr.skipped td{{color:#888}}tr.cached td{{background:#f4f8ff}}
-td.slow{{color:#b00}}table.records td{{border:none;padding:0 .6em 0 0;font-size:90%}}</style></head>
+td.slow{{color:#b00}}p.interrupted{{color:#b00;font-weight:bold}}
+table.records td{{border:none;padding:0 .6em 0 0;font-size:90%}}</style></head>
 <body><h1>{html.escape(title)}</h1>
 <p>{html.escape(tally)}</p>
+{f'<p class="interrupted">{html.escape(stop_note.replace("**", ""))}</p>' if stop_note else ""}
 <table><thead><tr><th>lesson</th><th>title</th><th>status</th><th>seconds</th>
 <th>expected seconds ({html.escape(str(preset))})</th><th>files</th><th>failing cell</th><th>records</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table></body></html>
 """
-    paths["html"].write_text(page, encoding="utf-8")
+    _write_text_atomic(paths["html"], page)
     return paths
 
 
@@ -1369,7 +1775,14 @@ def run_sweep(
                 kernel_name=kernel_name, html=html, notebook_sha256=hashes[lesson.id],
             ))
             owner.append(label)
-    results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    try:
+        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    except RunInterrupted as stop:
+        for value, label in zip(values, labels):
+            ordered = _in_syllabus_order(syllabus, [r for r, o in zip(stop.results, owner) if o == label])
+            write_summary(ordered, folders[label], syllabus=syllabus, preset=preset,
+                          parameters={**overrides, param: value}, interrupted=stop.signum)
+        raise
 
     runs: dict[str, list[LessonResult]] = {}
     for value, label in zip(values, labels):
@@ -1545,6 +1958,7 @@ def write_sweep_summary(sweep: SweepResult, out: str | os.PathLike[str]) -> dict
                         "seconds": r.seconds,
                         "records": r.records,
                         "error": r.error,
+                        "failure": r.failure,
                         "failing_cell": dataclasses.asdict(r.failing_cell) if r.failing_cell else None,
                         "notebook": rel(r.notebook),
                         "html": rel(r.html),
@@ -1556,7 +1970,7 @@ def write_sweep_summary(sweep: SweepResult, out: str | os.PathLike[str]) -> dict
             for value, label in zip(sweep.values, sweep.labels)
         },
     }
-    paths["json"].write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    _write_text_atomic(paths["json"], json.dumps(payload, indent=2, default=str))
 
     table = sweep_table(sweep)
     header_line = f"preset `{sweep.preset}`" + (f", parameters `{sweep.parameters}`" if sweep.parameters else "")
@@ -1564,10 +1978,10 @@ def write_sweep_summary(sweep: SweepResult, out: str | os.PathLike[str]) -> dict
               if r.status == "failed"]
     md = [f"# Sweep over `{sweep.param}`", "", f"{header_line}; lessons {', '.join(sweep.lessons)}; "
           f"{len(sweep.values)} values; {'all ok' if not failed else 'failed: ' + '; '.join(failed)}.", "", table, ""]
-    paths["md"].write_text("\n".join(md), encoding="utf-8")
+    _write_text_atomic(paths["md"], "\n".join(md))
 
     fig = sweep_figure(sweep)
-    fig.write_html(str(paths["html"]), include_plotlyjs=True, full_html=True)
+    _write_text_atomic(paths["html"], fig.to_html(include_plotlyjs=True, full_html=True))
 
     head, rows = _sweep_grid(sweep)
     table_html = (
@@ -1587,8 +2001,7 @@ def write_sweep_summary(sweep: SweepResult, out: str | os.PathLike[str]) -> dict
             files = " ".join(filter(None, (link(r.html, "HTML"), link(r.notebook, "notebook"), link(r.log, "log"))))
             problem = ""
             if r.status == "failed":
-                problem = " — <code>" + html.escape(
-                    r.failing_cell.describe() if r.failing_cell else (r.error or "")) + "</code>"
+                problem = " — <code>" + html.escape(r.problem) + "</code>"
             entries.append(f'<li class="{r.status}">{html.escape(r.id)}: {r.status}, {r.seconds:.1f} s '
                            f"{files}{problem}</li>")
         summary = link(folder / "index.html", "summary page") if folder is not None else ""
@@ -1611,7 +2024,7 @@ Figure alone: <a href="sweep.html">sweep.html</a>; data: <a href="sweep.json">sw
 <ul>{''.join(items)}</ul>
 </body></html>
 """
-    paths["index"].write_text(page, encoding="utf-8")
+    _write_text_atomic(paths["index"], page)
     return paths
 
 
