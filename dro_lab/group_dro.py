@@ -185,13 +185,15 @@ class GroupDROStrategy(Strategy):
         return {"pi_kl_to_prior": self.optimizer.kl_to_prior(), "pi_entropy": entropy, "pi_max": float(pi.max())}
 
     def state_dict(self) -> dict:
-        return {"optimizer": None if self.optimizer is None else self.optimizer.state_dict()}
+        return {"optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
+                "pi_history": [pi.clone() for pi in self.pi_history]}
 
     def load_state_dict(self, state: dict) -> None:
         if self.optimizer is None:
             self._saved = state["optimizer"]
         else:
             self.optimizer.load_state_dict(state["optimizer"])
+        self.pi_history = [pi.clone() for pi in state.get("pi_history", [])]
 
     def describe(self) -> str:
         return self.name
@@ -214,6 +216,9 @@ class _Wrapper(Strategy):
 
     def batches(self, epoch, batch_size):
         return self.inner.batches(epoch, batch_size)
+
+    def resume_batches(self, epoch, batch_size, consumed):
+        return self.inner.resume_batches(epoch, batch_size, consumed)
 
     def reduce(self, losses, *, indices, groups):
         return self.inner.reduce(losses, indices=indices, groups=groups)
@@ -353,6 +358,13 @@ class CompressedWorkersStrategy(_Wrapper):
 
     def epoch_stats(self):
         return {**self.inner.epoch_stats(), "floats_sent": self.floats_sent}
+
+    def state_dict(self):
+        return {**super().state_dict(), "floats_sent": self.floats_sent}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.floats_sent = int(state.get("floats_sent", 0))
 
     def describe(self) -> str:
         return self.name

@@ -25,10 +25,14 @@ from __future__ import annotations
 import copy
 import math
 import os
+import random
 import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -97,7 +101,10 @@ class Strategy:
     * :meth:`make_optimizer`, :meth:`transform`, :meth:`backward` — for methods that own the
       optimizer (ALSO), change the inputs (attacks) or the gradient (compressed workers).
     * :meth:`epoch_stats` — extra numbers for the epoch's :class:`History` record.
-    * :meth:`state_dict` / :meth:`load_state_dict` — everything needed to resume.
+    * :meth:`state_dict` / :meth:`load_state_dict` — everything needed to resume, mid-epoch included
+      (running per-epoch statistics too: ``fit(checkpoint=...)`` resumes bit-identically from them).
+    * :meth:`resume_batches` — the rest of an interrupted epoch, for batch iterators that change the
+      strategy's own state (samplers); the default lets :func:`fit` rebuild it.
     """
 
     name = "erm"
@@ -140,6 +147,19 @@ class Strategy:
 
     def epoch_stats(self) -> dict:
         return {}
+
+    def resume_batches(self, epoch: int, batch_size: int, consumed: int) -> Iterator[Tensor] | None:
+        """The rest of epoch ``epoch`` after its first ``consumed`` batches, when :func:`fit` resumes from a checkpoint.
+
+        Called after :meth:`load_state_dict` restored the state saved after those batches. Return
+        ``None`` (the default) and ``fit`` rebuilds the iterator itself: it calls :meth:`batches` again
+        and replays its first ``consumed`` draws, with its generator set as it was before each of them,
+        then discards them. That is right for any iterator whose position is its own (a permutation
+        drawn at the epoch start, a loop counter, per-step draws from the generator); its draws may read
+        the strategy's state (π) but must not change it. A strategy whose batches move its own state (a
+        sampler's epoch position, saved by :meth:`state_dict`) returns the continuing iterator instead.
+        """
+        return None
 
     def state_dict(self) -> dict:
         return {}
@@ -220,6 +240,15 @@ class _SamplerStrategy(Strategy):
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
         self.sampler.batch_size = batch_size
+        return self.sampler.batches()
+
+    def resume_batches(self, epoch: int, batch_size: int, consumed: int) -> Iterator[Tensor]:
+        # the sampler's state holds its epoch position: its batches() continues the epoch, except when the
+        # epoch's last batch was drawn (the interrupted iterator would have closed the epoch on its next step)
+        self.sampler.batch_size = batch_size
+        if self.sampler.position >= len(self.sampler):
+            self.sampler._end_of_epoch()
+            return iter(())
         return self.sampler.batches()
 
     def state_dict(self) -> dict:
@@ -509,6 +538,112 @@ def _global_batch(losses: Tensor, index: Tensor, groups: Tensor | None, sizes: l
     return glob, g_index, g_groups
 
 
+# --------------------------------------------------------------------------- checkpoints
+
+_CHECKPOINT_FORMAT = 1
+# what must match for a checkpoint to be resumed by this fit call (the dro_lab version only warns)
+_HEADER_KEYS = ("strategy", "seed", "n", "batch_size", "world_size", "epochs", "lr", "optimizer")
+
+
+def _check_checkpoint_args(checkpoint, checkpoint_every, resume) -> Path | None:
+    if not isinstance(resume, bool):
+        raise ValueError(f"resume must be True or False, got {resume!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be an integer ≥ 1 (optimizer steps) or None, "
+                         f"got {checkpoint_every!r}")
+    if checkpoint is None:
+        if checkpoint_every is not None:
+            raise ValueError("checkpoint_every needs checkpoint: the path of the checkpoint file to write")
+        return None
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a path (str or os.PathLike) or None, got {type(checkpoint).__name__}")
+    path = Path(checkpoint)
+    if str(checkpoint) == "" or path.is_dir():
+        raise ValueError(f"checkpoint must be a file path, got {str(checkpoint)!r} (a directory or empty)")
+    if not path.parent.is_dir():
+        raise ValueError(f"checkpoint's folder {str(path.parent)!r} does not exist; create it first")
+    return path
+
+
+def _rng_states() -> dict:
+    """The global generators' states: torch's CPU (and CUDA's, once initialised), Python's, NumPy's."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
+        "python": random.getstate(),
+        # as plain types and a tensor, so the checkpoint loads with torch.load(weights_only=True)
+        "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)),
+    }
+
+
+def _set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["cuda"] is not None and torch.cuda.is_available() and len(states["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(states["cuda"])
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = states["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+
+
+def _write_checkpoint(path: Path, state: dict) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then ``os.replace``: the file named ``path`` is always a
+    whole checkpoint (the old one until the new one is complete), whatever interrupts the write."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _read_checkpoint(path: Path, header: dict) -> dict:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
+        raise ValueError(f"checkpoint {str(path)!r} cannot be read ({type(exc).__name__}: {exc}); "
+                         "delete it, or pass resume=False to overwrite it") from exc
+    saved = state.get("header", {}) if isinstance(state, dict) else {}
+    if saved.get("format") != _CHECKPOINT_FORMAT:
+        raise ValueError(f"checkpoint {str(path)!r} is not a dro_lab fit checkpoint (format "
+                         f"{saved.get('format')!r}, expected {_CHECKPOINT_FORMAT}); pass resume=False to overwrite it")
+    _check_header(saved, header, path)
+    if saved.get("dro_lab") != header["dro_lab"]:
+        warnings.warn(f"checkpoint {str(path)!r} was written by dro_lab {saved.get('dro_lab')}, this is "
+                      f"{header['dro_lab']}: the resumed run may not equal an uninterrupted one", stacklevel=3)
+    return state
+
+
+def _check_header(saved: dict, header: dict, path: Path, keys=_HEADER_KEYS) -> None:
+    differ = [f"{k}={saved.get(k)!r} there, {header[k]!r} here"
+              for k in keys if k in header and saved.get(k) != header[k]]
+    if differ:
+        raise ValueError(f"checkpoint {str(path)!r} was written by another configuration ({'; '.join(differ)}); "
+                         "pass the same arguments to resume it, or resume=False (or another path) to start afresh")
+
+
+def _replay(strategy: Strategy, epoch: int, batch_size: int, consumed: int, draws: dict[int, Tensor],
+            generator: torch.Generator) -> Iterator[Tensor]:
+    """``strategy.batches(epoch, ...)`` advanced past its first ``consumed`` batches, which are discarded: before
+    the k-th draw the generator is put back where it was when the interrupted run made it (``draws[k]``; draws
+    that used no randomness are not recorded); afterwards it is where the checkpoint left it."""
+    now = generator.get_state()
+    it = iter(strategy.batches(epoch, batch_size))
+    for k in range(consumed):
+        if k in draws:
+            generator.set_state(draws[k])
+        try:
+            next(it)
+        except StopIteration:
+            raise ValueError(f"cannot resume epoch {epoch}: {strategy.describe()!r} now draws fewer than the "
+                             f"{consumed} batches the checkpoint had consumed") from None
+    generator.set_state(now)
+    return it
+
+
 # --------------------------------------------------------------------------- the loop
 
 
@@ -529,7 +664,9 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         momentum: float = 0.0, weight_decay: float = 0.0, loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
         device: str | torch.device = "auto", seed: int = 0, progress: bool = True,
         eval_train: bool = False, callback: Callable[[int, dict], None] | None = None,
-        lr_schedule: Callable[[int], float] | None = None, distributed: bool | str = "auto") -> History:
+        lr_schedule: Callable[[int], float] | None = None, distributed: bool | str = "auto",
+        checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
+        resume: bool = True) -> History:
     """Train ``model`` on ``train`` with ``strategy`` and return the per-epoch :class:`History`.
 
     Args:
@@ -554,6 +691,30 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         distributed: ``"auto"`` (default): data-parallel training when ``torch.distributed`` is
             initialised with more than one process (``torchrun``; gloo on CPU, NCCL on GPU); ``True``
             requires it; ``False`` trains this process alone.
+        checkpoint: a file path: ``fit`` saves everything needed to continue the run there (see
+            *Checkpoint and resume* below) when it starts afresh, at the end of every epoch and, with
+            ``checkpoint_every``, inside epochs. Its folder must exist.
+        checkpoint_every: also save after every ``k`` optimizer steps of an epoch (at the end of the
+            drawn batch that completes them; GI-LS makes two steps per batch); ``None``: epoch ends only.
+        resume: with ``checkpoint`` naming an existing file, continue the run it holds (default); ``False``
+            ignores it and overwrites it with this run.
+
+    Checkpoint and resume: a checkpoint holds the model's and the optimizer's ``state_dict``, the
+    strategy's (:meth:`Strategy.state_dict`: samplers, π, running statistics), the state of ``fit``'s
+    generator and of the global generators (torch CPU and CUDA, Python ``random``, NumPy), the epoch and
+    the number of batches of it already trained on, the epoch's running sums, the generator states the
+    epoch's batch draws started from (to rebuild the rest of the epoch, :meth:`Strategy.resume_batches`),
+    the :class:`History` so far, the base learning rates of ``lr_schedule``, and a header (dro_lab version,
+    strategy, seed, n, batch size, world size, epochs, lr, optimizer class). A ``fit`` call with the same
+    arguments and a fresh model and strategy (their initial values do not matter: all are loaded) continues
+    from the saved step; on the CPU the final parameters, optimizer state and history (except ``seconds``)
+    are bit-identical to an uninterrupted run. The steps after the last save are redone. A checkpoint
+    from another configuration is refused (``ValueError`` naming what differs); one from another dro_lab
+    version warns. Files are written atomically (a temporary file beside it, then ``os.replace``), so an
+    interruption during a save leaves the previous checkpoint. The epoch's ``callback`` runs after its
+    checkpoint is written (a run resumed at an epoch start does not repeat it). Under DDP only rank 0
+    writes and every rank loads: the path must be on a file system every rank sees (``fit`` checks that
+    all ranks see the file or none); every rank restores rank 0's global RNG states.
 
     Distributed training (``world_size`` ranks): ``batch_size`` is **per rank**, the global batch is
     ``world_size × batch_size``, and the run equals one process with that batch (up to float
@@ -590,6 +751,7 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
     strategy = strategy if strategy is not None else ERM()
     if not isinstance(strategy, Strategy):
         raise TypeError(f"strategy must be a dro_lab.train.Strategy, got {type(strategy).__name__}")
+    ckpt_path = _check_checkpoint_args(checkpoint, checkpoint_every, resume)
     world_size, rank = _distributed_layout(distributed)
     ddp = world_size > 1
     dev = _ddp_device(device, world_size)
@@ -608,6 +770,23 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
 
         comm = _comm_device(dev)
         seed = _broadcast_seed(seed, comm)  # one seed: every rank draws the same global batches
+    from . import __version__
+
+    header = {"format": _CHECKPOINT_FORMAT, "dro_lab": __version__, "strategy": strategy.describe(), "seed": seed,
+              "n": n, "batch_size": batch_size, "world_size": world_size, "epochs": epochs, "lr": lr}
+    saved = None
+    if ckpt_path is not None and resume:
+        found = ckpt_path.is_file()
+        if ddp:  # every rank must resume, or none
+            box = torch.tensor([int(found)], dtype=torch.int64, device=comm)
+            torch.distributed.all_reduce(box)
+            if 0 < int(box.item()) < world_size:
+                raise ValueError(f"checkpoint {str(ckpt_path)!r} exists on {int(box.item())} of {world_size} ranks: "
+                                 "put it on a file system every rank sees")
+        if found:
+            saved = _read_checkpoint(ckpt_path, header)
+            model.load_state_dict(saved["model"])  # before DDP's broadcast (every rank loads the same)
+    if ddp:
         net = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
     global_batch = batch_size * world_size
     loss_fn = loss_fn or per_sample_cross_entropy
@@ -619,29 +798,80 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         opt = optimizer if isinstance(optimizer, torch.optim.Optimizer) else _make_optimizer(
             optimizer, model.parameters(), lr, momentum, weight_decay)
     history = History(strategy=strategy.describe(), seed=seed, device=str(dev), world_size=world_size)
+    header["optimizer"] = type(opt).__name__
+    base_lrs = [g["lr"] for g in opt.param_groups]
+    first_epoch, resumed = 1, None
+    if saved is not None:
+        _check_header(saved["header"], header, ckpt_path, keys=("optimizer",))
+        strategy.load_state_dict(saved["strategy"])
+        opt.load_state_dict(saved["optimizer"])
+        base_lrs = list(saved["base_lrs"])
+        history.records = list(saved["history"])
+        first_epoch = saved["epoch"]
+        if saved["consumed"]:
+            resumed = saved
+        generator.set_state(saved["rng"]["fit"])
+        _set_rng_states(saved["rng"])  # last: setup and the optimizer may have drawn from them again
 
-    epoch_iter = range(1, epochs + 1)
+    def save(epoch: int, consumed: int, draws: dict, sums: tuple) -> None:
+        if ckpt_path is None or rank != 0:
+            return
+        loss_sum, obj_sum, seen, steps = sums
+        _write_checkpoint(ckpt_path, {
+            "header": header, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "strategy": strategy.state_dict(), "rng": {"fit": generator.get_state(), **_rng_states()},
+            "epoch": epoch, "consumed": consumed, "draws": dict(draws), "base_lrs": base_lrs,
+            "sums": {"loss_sum": loss_sum.cpu(), "obj_sum": obj_sum.cpu(), "seen": seen, "steps": steps},
+            "history": history.records,
+        })
+
+    if saved is None:  # a fresh run overwrites an old checkpoint at once: no resuming into another run
+        zero = torch.zeros((), dtype=torch.float64)
+        save(1, 0, {}, (zero, zero, 0, 0))
+
+    epoch_iter = range(first_epoch, epochs + 1)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(epoch_iter, desc=strategy.describe(), leave=False)
+        bar = tqdm(epoch_iter, desc=strategy.describe(), leave=False, total=epochs, initial=first_epoch - 1)
         epoch_iter = bar
-    base_lrs = [g["lr"] for g in opt.param_groups]
+    # mid-epoch checkpoints record the generator states the epoch's batch draws started from (a resume replays them)
+    track = ckpt_path is not None and checkpoint_every is not None
     for epoch in epoch_iter:
         start = time.perf_counter()
-        if lr_schedule is not None:
+        if lr_schedule is not None and resumed is None:  # a resumed epoch keeps the saved optimizer's lr
             factor = float(lr_schedule(epoch))
             if not (factor >= 0 and math.isfinite(factor)):
                 raise ValueError(f"lr_schedule({epoch}) must be a finite number ≥ 0, got {factor!r}")
             for g, base in zip(opt.param_groups, base_lrs):
                 g["lr"] = base * factor
         net.train()
-        # Sums stay on the device: no host sync per step (one at the end of the epoch).
-        loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
-        obj_sum = torch.zeros((), dtype=torch.float64, device=dev)
-        seen, steps = 0, 0
-        for idx in strategy.batches(epoch, global_batch):
+        if resumed is None:
+            # Sums stay on the device: no host sync per step (one at the end of the epoch).
+            loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+            obj_sum = torch.zeros((), dtype=torch.float64, device=dev)
+            seen, steps, consumed, draws = 0, 0, 0, {}
+            batches = iter(strategy.batches(epoch, global_batch))
+        else:  # mid-epoch: the saved sums, and the rest of the epoch's batches
+            sums = resumed["sums"]
+            loss_sum, obj_sum = sums["loss_sum"].to(dev), sums["obj_sum"].to(dev)
+            seen, steps, consumed = sums["seen"], sums["steps"], resumed["consumed"]
+            draws = dict(resumed["draws"])
+            batches = strategy.resume_batches(epoch, global_batch, consumed)
+            batches = iter(batches) if batches is not None else _replay(strategy, epoch, global_batch, consumed,
+                                                                        draws, generator)
+            resumed = None
+        while True:
+            before = generator.get_state() if track else None
+            try:
+                idx = next(batches)
+            except StopIteration:
+                break
+            if track and not torch.equal(before, generator.get_state()):
+                draws[consumed] = before
+            consumed += 1
+            steps_before = steps
             sizes = None
             if ddp:  # every rank holds the same global batch; forward this rank's slice
                 sizes = _split_sizes(len(idx), world_size)
@@ -681,6 +911,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
                 obj_sum += objective.detach()
                 seen += len(detached)
                 steps += 1
+            if checkpoint_every is not None and steps // checkpoint_every > steps_before // checkpoint_every:
+                save(epoch, consumed, draws, (loss_sum, obj_sum, seen, steps))
         record = {
             "epoch": epoch,
             "train_loss": float(loss_sum) / max(seen, 1),
@@ -696,6 +928,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         if test is not None:
             record.update({f"test_{k}": v for k, v in evaluate(model, test, loss_fn=loss_fn).items()})
         history.append(record)
+        zero = torch.zeros((), dtype=torch.float64)
+        save(epoch + 1, 0, {}, (zero, zero, 0, 0))
         if bar is not None and "test_accuracy" in record:
             bar.set_postfix(acc=f"{record['test_accuracy']:.3f}",
                             worst=f"{record.get('test_worst_group_accuracy', record['test_worst_class_accuracy']):.3f}")
