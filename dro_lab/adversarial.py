@@ -31,9 +31,13 @@ def fgsm_attack(model: torch.nn.Module, x: Tensor, y: Tensor, *, eps: float,
         loss_fn: ``(logits, y) -> scalar``; default the mean cross-entropy (the sign does not care about the scale).
         clamp: the valid input range, or ``None`` for none.
     """
+    _check_model(model)
     eps = _check_eps(eps)
+    clamp = _check_clamp(clamp)
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y must have the same batch size, got {x.shape[0]} and {y.shape[0]}")
+    if x.device != y.device:
+        raise ValueError(f"x and y must be on one device, got x on {x.device} and y on {y.device}")
     if eps == 0:
         return x.detach().clone()
     was_training = model.training
@@ -56,6 +60,11 @@ _NORMS = ("linf", "l2")
 _STEP_RULES = ("sign", "gd", "adam")
 _ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults, also its eps = 1e-8
 _L2_DIVISION_EPS = 1e-10  # torchattacks.PGDL2's eps_for_division, so the two agree to rounding
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module mapping inputs to logits, got {type(model).__name__}")
 
 
 def _check_eps(eps) -> float:
@@ -198,6 +207,7 @@ def pgd_attack(model: torch.nn.Module, x: Tensor, y: Tensor, *, eps: float, alph
         ValueError: a bad ``eps``, ``alpha``, ``steps``, ``norm``, ``step_rule``, ``clamp``, or
             ``x`` and ``y`` of different lengths.
     """
+    _check_model(model)
     eps = _check_eps(eps)
     alpha = _check_positive(alpha, "alpha")
     steps = _check_int(steps, "steps")
@@ -373,6 +383,7 @@ def robust_accuracy_report(model: torch.nn.Module, dataset, *, attack: str = "pg
     from .metrics import accuracy_report
     from .train import fetch_batch  # local import, as in dro_lab.metrics
 
+    _check_model(model)
     _check_choice(attack, "attack", _REPORT_ATTACKS)
     eps = _check_eps(eps)
     steps = _check_int(steps, "steps")

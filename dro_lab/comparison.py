@@ -192,6 +192,8 @@ _KNOB_TEXT: dict[str, Callable[[Mapping], str]] = {
 
 def available_methods(*, smoke_only: bool = False) -> tuple[str, ...]:
     """The names :func:`run_comparison` accepts, in the course's order."""
+    if not isinstance(smoke_only, bool):
+        raise TypeError(f"smoke_only must be True or False, got {smoke_only!r}")
     return tuple(name for name, spec in METHODS.items() if spec.smoke or not smoke_only)
 
 
@@ -479,6 +481,8 @@ def summarise(rows, *, reference: str = "ERM") -> list[dict]:
     every ``_sd`` is 0.
     """
     rows = _check_rows(rows)
+    if not isinstance(reference, str):
+        raise TypeError(f"reference must be a method name (str), got {type(reference).__name__}")
     by: dict[str, list[dict]] = {}
     for r in rows:
         by.setdefault(r["method"], []).append(r)

@@ -27,6 +27,7 @@ scikit-learn and torchvision are imported inside the functions that need them, s
 from __future__ import annotations
 
 import math
+import os
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -183,6 +184,8 @@ class ArrayDataset(Dataset):
         if x.is_complex() or x.dtype == torch.bool:
             raise TypeError(f"x must be real numbers, got dtype {x.dtype}")
         x = x.to(torch.float32)
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x contains NaN or inf values; x must be finite")
         y = _to_label_tensor(y, "y")
         n = x.shape[0]
         if n == 0:
@@ -482,8 +485,10 @@ def load_tabular(name: str, *, test_fraction: float = 0.25, seed: int = 0,
     """
     import sklearn.datasets
 
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, one of {', '.join(TABULAR_DATASETS)}; got {type(name).__name__}")
     if name not in _TABULAR_LOADERS:
-        raise ValueError(f"unknown tabular dataset {name!r}; valid names: {', '.join(TABULAR_DATASETS)}")
+        raise ValueError(f"unknown tabular dataset name={name!r}; valid names: {', '.join(TABULAR_DATASETS)}")
     _check_fraction(test_fraction, "test_fraction")
     seed = _check_seed(seed)
     bunch = getattr(sklearn.datasets, _TABULAR_LOADERS[name])()
@@ -763,6 +768,11 @@ def _torchvision_datasets():
 
 def _load_torchvision(cls_name: str, name: str, root: str, train: bool, download: bool, alternative: str,
                       loader: str):
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a folder path (str or os.PathLike), got {type(root).__name__}")
+    for arg, value in (("train", train), ("download", download)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{arg} must be True or False, got {value!r}")
     tv = _torchvision_datasets()
     cls = getattr(tv, cls_name)
     try:
@@ -1089,7 +1099,8 @@ def make_defect_textures(kind: str = "tile", *, counts: Mapping[str, int] | None
         counts = DEFECT_TEXTURE_CLASSES[kind]
     unknown = set(counts) - set(names)
     if unknown:
-        raise ValueError(f"unknown class names for kind={kind!r}: {sorted(unknown)}; the classes are {names}")
+        raise ValueError(f"counts has unknown class names for kind={kind!r}: {sorted(unknown)}; "
+                         f"the classes are {names}")
     for name, c in counts.items():
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0:
             raise ValueError(f"counts[{name!r}] must be a non-negative int, got {c!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable
 
 import torch
@@ -16,10 +17,31 @@ def accuracy_report(pred: Tensor, y: Tensor, *, groups: Tensor | None = None,
 
     Classes or groups absent from ``y`` are reported as ``nan`` and ignored by the worst-case.
     """
+    for name, value in (("pred", pred), ("y", y), ("groups", groups), ("losses", losses)):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
     if pred.shape != y.shape:
         raise ValueError(f"pred and y must have the same shape, got {tuple(pred.shape)} and {tuple(y.shape)}")
     if y.numel() == 0:
-        raise ValueError("cannot compute accuracy on an empty set")
+        raise ValueError("pred and y are empty: cannot compute accuracy on an empty set")
+    for name, value in (("y", y), ("groups", groups), ("losses", losses)):
+        if value is not None and value.device != pred.device:
+            raise ValueError(f"{name} is on device {value.device} but pred is on {pred.device}; put them on one device")
+    if y.min() < 0:
+        raise ValueError(f"y must hold class ids >= 0, got minimum {int(y.min())}")
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
+                                    or num_classes <= int(y.max())):
+        raise ValueError(f"num_classes must be an int > max(y) = {int(y.max())}, got {num_classes!r}")
+    if groups is not None:
+        if groups.shape != y.shape:
+            raise ValueError(f"groups must have one id per example: shape {tuple(y.shape)}, got {tuple(groups.shape)}")
+        if groups.dtype.is_floating_point or groups.dtype == torch.bool or int(groups.min()) < 0:
+            raise ValueError(f"groups must hold integer group ids >= 0, got dtype {groups.dtype}, "
+                             f"minimum {groups.min().item()}")
+    if losses is not None:
+        if losses.shape != y.shape:
+            raise ValueError(f"losses must have one entry per example: shape {tuple(y.shape)}, "
+                             f"got {tuple(losses.shape)}")
     correct = (pred == y).double()
     k = int(num_classes if num_classes is not None else int(y.max()) + 1)
     out = {"accuracy": float(correct.mean()), "n": int(y.numel())}
@@ -51,6 +73,23 @@ def _nanmin(values: list[float]) -> float:
     return min(finite) if finite else float("nan")
 
 
+def _check_eval_args(model, dataset, batch_size, loss_fn) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    try:
+        n = len(dataset)
+    except TypeError:
+        raise TypeError(f"dataset must be a sized dataset yielding (x, y, index[, group]), "
+                        f"got {type(dataset).__name__}") from None
+    if n == 0:
+        raise ValueError("dataset is empty (len(dataset) == 0): need at least one example")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be a callable loss_fn(logits, y) -> per-sample losses, "
+                        f"got {type(loss_fn).__name__}")
+
+
 @torch.no_grad()
 def predict(model: torch.nn.Module, x: Tensor, *, batch_size: int = 1024) -> Tensor:
     """Logits of ``model`` on ``x`` in eval mode, batched; the model's train/eval mode is restored."""
@@ -69,6 +108,10 @@ def evaluate(model: torch.nn.Module, dataset, *, batch_size: int = 1024,
     """Metrics of ``model`` on a dataset yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`)."""
     from .train import fetch_batch, per_sample_cross_entropy  # local: train imports metrics
 
+    _check_eval_args(model, dataset, batch_size, loss_fn)
+    if num_classes is not None and (isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral)
+                                    or num_classes < 1):
+        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
     idx = torch.arange(len(dataset))
     x, y, _, groups = fetch_batch(dataset, idx)
     logits = predict(model, x, batch_size=batch_size).cpu()
@@ -90,6 +133,7 @@ def dataset_losses(model: torch.nn.Module, dataset, *, loss_fn: Callable[[Tensor
     """
     from .train import fetch_batch, per_sample_cross_entropy  # local: train imports metrics
 
+    _check_eval_args(model, dataset, batch_size, loss_fn)
     loss_fn = loss_fn or per_sample_cross_entropy
     x, y, _, _ = fetch_batch(dataset, torch.arange(len(dataset)))
     logits = predict(model, x, batch_size=batch_size)

@@ -59,6 +59,8 @@ def _positive_int(value: Any, name: str) -> int:
 
 def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
     """Number of (trainable) scalar parameters of ``model``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 

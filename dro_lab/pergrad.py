@@ -380,6 +380,8 @@ def logit_grad_norms(logits: Tensor, y: Tensor) -> Tensor:
         raise TypeError(f"logits must be floating point, got dtype {logits.dtype}")
     if y.shape != logits.shape[:1]:
         raise ValueError(f"y must have shape ({logits.shape[0]},) (one label per row of logits), got {tuple(y.shape)}")
+    if y.device != logits.device:
+        raise ValueError(f"y is on device {y.device} but logits are on {logits.device}; put them on one device")
     y = _check_labels(y.to(logits.device), logits.shape[1])
     z = logits.detach().to(_work_dtype(logits.device))
     if not bool(torch.isfinite(z).all()):

@@ -461,6 +461,8 @@ def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None)
     """
     if not isinstance(divergence, str) or divergence.lower() not in ("kl", "chi2"):
         raise ValueError(f"divergence must be 'kl' or 'chi2' for the β ↔ r duality, got {divergence!r}")
+    if radius is None:  # _prepare would read a missing radius as "neither beta nor radius given"
+        raise TypeError("radius must be a number >= 0, got None")
     _, problem = _prepare(losses, divergence, None, radius, None, prior)
     _, beta = _solve(problem)
     return beta
@@ -469,6 +471,8 @@ def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None)
 def divergence_value(q, p, divergence: str) -> Tensor:
     r""":math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)` for ``"kl"`` (:math:`\phi=z\log z`) or ``"chi2"``
     (:math:`\phi=(z-1)^2`). ``p`` entries of zero contribute nothing (``q`` must be zero there)."""
+    if isinstance(q, Tensor) and isinstance(p, Tensor) and q.device != p.device:
+        raise ValueError(f"q is on {q.device} but p is on {p.device}; put them on one device")
     q = _as_loss_vector(q, "q")
     p = _as_loss_vector(p, "p")
     if q.shape != p.shape:

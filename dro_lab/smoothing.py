@@ -114,7 +114,7 @@ def smoothed_targets(y: Tensor, num_classes: int, alpha: float, *, dtype: torch.
     if y.dim() != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:
         raise ValueError(f"y must be a 1-D tensor of integer class labels, got shape {tuple(y.shape)} and {y.dtype}")
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= k):
-        raise ValueError(f"labels must lie in [0, {k}), got values in [{int(y.min())}, {int(y.max())}]")
+        raise ValueError(f"y (the labels) must lie in [0, {k}), got values in [{int(y.min())}, {int(y.max())}]")
     dtype = dtype or torch.get_default_dtype()
     out = torch.full((y.shape[0], k), alpha / (k - 1), dtype=dtype, device=y.device)
     return out.scatter_(1, y.long().unsqueeze(1), 1.0 - alpha)
@@ -145,6 +145,9 @@ def ls_cross_entropy(logits: Tensor, y: Tensor, *, alpha: float, reduction: str 
         raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
     if logits.dim() != 2:
         raise ValueError(f"logits must be (batch, classes), got shape {tuple(logits.shape)}")
+    if y.dim() == 0 or y.shape[0] != logits.shape[0]:
+        raise ValueError(f"y must have one label (or target row) per logits row: logits shape {tuple(logits.shape)}, "
+                         f"y shape {tuple(y.shape)}")
     targets = _smooth(y, logits.shape[1], alpha, logits.dtype)
     losses = -(targets * F.log_softmax(logits, dim=1)).sum(1)
     return losses if reduction == "none" else (losses.mean() if reduction == "mean" else losses.sum())
@@ -252,6 +255,14 @@ class _MeanStats:
         stats = {key: s / self._count for key, s in self._sums.items()}
         self._reset_stats()
         return stats
+
+    def state_dict(self) -> dict:
+        """The epoch's running sums (a run resumed mid-epoch reports the same epoch statistics)."""
+        return {"stat_sums": dict(getattr(self, "_sums", {})), "stat_count": getattr(self, "_count", 0)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._sums = {str(k): float(v) for k, v in state.get("stat_sums", {}).items()}
+        self._count = int(state.get("stat_count", 0))
 
 
 class GILSStrategy(_MeanStats, Strategy):
@@ -493,7 +504,11 @@ class AttackAugmentStrategy(Strategy):
         self.steps = _check_int(steps, "steps")
         self.random_start = bool(random_start)
         self.clamp = _check_clamp(clamp)
-        self.label_smoothing = _check_alpha(label_smoothing)
+        try:
+            self.label_smoothing = _check_alpha(label_smoothing)
+        except ValueError:
+            raise ValueError(f"label_smoothing (the paper's α) must lie in [0, (k−1)/k], "
+                             f"got {label_smoothing!r}") from None
         ls = f",α_LS={self.label_smoothing:g}" if self.label_smoothing else ""
         self.name = f"aug-{attack}(ε={self.eps:.4g}{ls})"
 
@@ -538,6 +553,10 @@ def _import_optuna():
 
 def _check_space(space: Mapping) -> dict:
     """Validate entries: (``"float"``|``"int"``|``"logfloat"``, low, high), (``"categorical"``, choices), or a fixed value."""
+    if not isinstance(space, Mapping):
+        raise TypeError(f"space must be a mapping name -> spec, got {type(space).__name__}")
+    if not space:
+        raise ValueError("space is empty: name at least one parameter to tune")
     out = {}
     for name, spec in space.items():
         if isinstance(spec, tuple) and spec and spec[0] in ("float", "int", "logfloat"):

@@ -49,7 +49,15 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator
 
 def make_generator(seed: int | None = None, device: str | torch.device = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device``, seeded with ``seed`` (from the global RNG when ``None``)."""
-    gen = torch.Generator(device=device)
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be a non-negative integer or None, got {type(seed).__name__}")
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    try:
+        gen = torch.Generator(device=device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from exc
     if seed is None:
         seed = int(torch.empty((), dtype=torch.int64).random_().item())
     gen.manual_seed(int(seed))

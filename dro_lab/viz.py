@@ -53,12 +53,41 @@ def _np(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
+def _check_nonempty(value, name: str):
+    """A non-empty mapping or sequence (what the figure draws one trace per entry of)."""
+    try:
+        n = len(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a mapping or sequence, got {type(value).__name__}") from None
+    if n == 0:
+        raise ValueError(f"{name} is empty: nothing to draw")
+    return value
+
+
+def _check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_finite(a: np.ndarray, name: str) -> np.ndarray:
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf values; {name} must be finite")
+    return a
+
+
 def weights_figure(losses, weights: Mapping[str, Sequence[float]], *, prior=None, title: str | None = None) -> go.Figure:
     """Grouped bars of several weight vectors over the same examples, losses as a line on a second axis.
 
     ``weights`` maps a label (e.g. ``"KL β=5"``) to a vector ``q`` of the same length as ``losses``.
     """
-    losses = _np(losses)
+    losses = _check_finite(_np(losses).reshape(-1), "losses")
+    for label, q in weights.items():
+        if _np(q).shape != losses.shape:
+            raise ValueError(f"weights[{label!r}] must have one weight per loss ({losses.size}), got shape "
+                             f"{_np(q).shape}")
+    if prior is not None and _np(prior).shape != losses.shape:
+        raise ValueError(f"prior must have one weight per loss ({losses.size}), got shape {_np(prior).shape}")
     order = np.argsort(losses)
     xs = [f"{i}" for i in order]
     fig = go.Figure()
@@ -101,6 +130,13 @@ def robust_value_figure(losses, betas: Iterable[float] | None = None, *, diverge
 
 def duality_figure(radii: Sequence[float], betas: Sequence[float], *, divergence: str = "kl") -> go.Figure:
     """β ↔ r: for each radius r the penalty β whose penalised maximiser equals the constrained one."""
+    if divergence not in ("kl", "chi2"):
+        raise ValueError(f"divergence must be 'kl' or 'chi2', got {divergence!r}")
+    r_arr, b_arr = _np(radii).reshape(-1), _np(betas).reshape(-1)
+    if r_arr.shape != b_arr.shape:
+        raise ValueError(f"radii and betas must have the same length, got {r_arr.size} and {b_arr.size}")
+    if np.any(r_arr < 0) or np.isnan(r_arr).any():
+        raise ValueError("radii must be ≥ 0 (divergence-ball radii)")
     fig = go.Figure()
     finite = [(r, b) for r, b in zip(radii, betas) if math.isfinite(b) and b > 0]
     color = PALETTE[1] if divergence == "kl" else PALETTE[2]
@@ -114,9 +150,14 @@ def duality_figure(radii: Sequence[float], betas: Sequence[float], *, divergence
 def decision_boundary_figure(models: Mapping[str, torch.nn.Module], x, y, *, groups=None, resolution: int = 120,
                              title: str | None = None) -> go.Figure:
     """2-D scatter (colour = class, symbol = group) with each model's decision boundary (p = ½ contour)."""
+    _check_nonempty(models, "models")
+    for name, model in models.items():
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"models[{name!r}] must be a torch.nn.Module, got {type(model).__name__}")
+    resolution = _check_int(resolution, "resolution", 2)
     xn, yn = _np(x), _np(y).astype(int)
     if xn.ndim != 2 or xn.shape[1] != 2:
-        raise ValueError(f"decision_boundary_figure needs 2-D inputs of shape (n, 2), got {xn.shape}")
+        raise ValueError(f"x must be 2-D inputs of shape (n, 2) for decision_boundary_figure, got {xn.shape}")
     pad = 0.5
     gx = np.linspace(xn[:, 0].min() - pad, xn[:, 0].max() + pad, resolution)
     gy = np.linspace(xn[:, 1].min() - pad, xn[:, 1].max() + pad, resolution)
@@ -148,6 +189,12 @@ def decision_boundary_figure(models: Mapping[str, torch.nn.Module], x, y, *, gro
 
 def summarize_runs(rows: Iterable[Mapping], *, by: Sequence[str], metrics: Sequence[str]) -> list[dict]:
     """Mean and standard deviation of ``metrics`` over the rows sharing the keys ``by`` (e.g. over seeds)."""
+    rows = list(rows)
+    _check_nonempty(rows, "rows")
+    for i, row in enumerate(rows):
+        missing = [k for k in (*by, *metrics) if k not in row]
+        if missing:
+            raise ValueError(f"rows[{i}] lacks {missing} (named in by / metrics)")
     groups: dict[tuple, list[Mapping]] = defaultdict(list)
     for row in rows:
         groups[tuple(row[k] for k in by)].append(row)
@@ -197,10 +244,11 @@ def tradeoff_figure(rows: Iterable[Mapping], *, x: str = "beta", metrics: Sequen
 
 def history_figure(histories: Mapping[str, Sequence], metric: str, *, title: str | None = None) -> go.Figure:
     """A metric against epoch, one line per method; several histories per method give mean ± std bands."""
+    _check_nonempty(histories, "histories")
     fig = go.Figure()
     for k, (name, hs) in enumerate(histories.items()):
         hs = list(hs) if isinstance(hs, (list, tuple)) else [hs]
-        curves = np.array([h[metric] for h in hs], dtype=float)
+        curves = np.array([_column(h, metric) for h in hs], dtype=float)
         epochs = np.arange(1, curves.shape[1] + 1)
         mean, std = curves.mean(0), curves.std(0)
         color = PALETTE[k % len(PALETTE)]
@@ -235,14 +283,24 @@ def history_curves(histories: Sequence, metric: str, *, index: int | None = None
     ``history_curves(hs, "test_per_class_accuracy", index=3)`` is the accuracy on class 3.
     Runs must have the same number of epochs.
     """
+    histories = list(histories)
+    _check_nonempty(histories, "histories")
     rows = []
     for h in histories:
-        column = h[metric]
+        column = _column(h, metric)
         rows.append([col[index] for col in column] if index is not None else list(column))
     lengths = {len(r) for r in rows}
     if len(lengths) > 1:
         raise ValueError(f"history_curves needs runs of equal length, got {sorted(lengths)} epochs")
     return np.asarray(rows, dtype=float).reshape(len(rows), -1)
+
+
+def _column(history, metric: str) -> list:
+    """``history[metric]`` (a :class:`dro_lab.History`), with a ValueError naming ``metric`` when absent."""
+    try:
+        return history[metric]
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"metric {metric!r} is not in the history ({exc})") from None
 
 
 def _mean_std(curves) -> tuple[np.ndarray, np.ndarray, int]:
@@ -294,6 +352,7 @@ def curves_figure(curves: Mapping[str, Sequence], *, title: str | None = None, y
             other methods take the palette in order.
         reference: label → y of dashed horizontal reference lines (e.g. a uniform share).
     """
+    _check_nonempty(curves, "curves")
     fig = go.Figure()
     palette = _method_colors(list(curves), colors)
     for name, c in curves.items():
@@ -315,6 +374,7 @@ def curves_grid_figure(panels: Mapping[str, Mapping[str, Sequence]], *, cols: in
     titles = list(panels)
     if not titles:
         raise ValueError("curves_grid_figure needs at least one panel")
+    cols = _check_int(cols, "cols")
     rows = -(-len(titles) // cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.1,
                         vertical_spacing=0.14)
@@ -347,6 +407,8 @@ def sampling_summary(q, labels, *, minority: int | None = None, batch_size: int 
     ``minority_share``, ``minority_ratio`` (mass / share) and, with ``batch_size = b``,
     ``expected_minority_draws = b · mass`` against ``uniform_minority_draws = b · n_c / n``.
     """
+    if batch_size is not None:
+        _check_int(batch_size, "batch_size")
     qn = _np(q)
     yn = _np(labels).astype(int)
     if qn.ndim != 1 or qn.shape != yn.shape:
@@ -457,7 +519,7 @@ def age_survival(ages, kmax: int | None = None) -> tuple[np.ndarray, np.ndarray]
     a = a[a >= 0].astype(np.int64)
     if a.size == 0:
         raise ValueError("no finite ages (all entries are -1: never written)")
-    kmax = int(a.max()) if kmax is None else int(kmax)
+    kmax = int(a.max()) if kmax is None else _check_int(kmax, "kmax")
     k = np.arange(kmax + 1)
     counts = np.bincount(a, minlength=kmax + 1)[: kmax + 1]
     at_least = a.size - np.r_[0, np.cumsum(counts)[:-1]]
@@ -474,6 +536,8 @@ def age_figure(runs: Mapping[str, tuple], *, batch_size: int, title: str | None 
     ``(1/n) Σ_i (1 − q_i)^{kb}`` (dotted), and the bound ``(1 − α)^{kb}`` with
     ``α = min_i q_i`` (dashed), which holds for every entry.
     """
+    _check_nonempty(runs, "runs")
+    batch_size = _check_int(batch_size, "batch_size")
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=("distribution of history ages", "tail P(age ≥ k) and the bound (1 − α)^{kb}"))
     for j, (label, (ages, q)) in enumerate(runs.items()):
@@ -512,6 +576,8 @@ def mc_error_figure(ms: Sequence[int], errors: Mapping[str, Sequence[float]], *,
     ``√(tr Σ_q / (bM))`` of an unbiased estimator); drawn dashed black.
     """
     ms = np.asarray(ms, dtype=float)
+    if ms.ndim != 1 or ms.size == 0 or not np.isfinite(ms).all() or np.any(ms < 1):
+        raise ValueError(f"ms must be a non-empty vector of batch counts M ≥ 1 (a log axis), got {ms.tolist()}")
     fig = go.Figure()
     for j, (label, err) in enumerate(errors.items()):
         err = np.asarray(err, dtype=float)
@@ -640,6 +706,7 @@ def is_cost_figure(seconds: Mapping[str, Mapping[str, Sequence[float]]], *,
     ``seconds`` maps scheme → optimizer → per-run seconds; ``paper`` (optional) scheme → optimizer →
     the paper's mean, drawn as hollow diamonds on a second axis (the paper's laptop is slower).
     """
+    _check_nonempty(seconds, "seconds")
     fig = make_subplots(specs=[[{"secondary_y": paper is not None}]])
     for k, (scheme, by_opt) in enumerate(seconds.items()):
         opts = list(by_opt)
@@ -791,6 +858,8 @@ def kl_to_prior(pi, prior=None) -> float:
     from .robust import divergence_value
 
     q = torch.as_tensor(_np(pi)).reshape(-1)
+    if q.numel() == 0 or not bool(torch.isfinite(q).all()) or bool((q < 0).any()) or not float(q.sum()) > 0:
+        raise ValueError("pi must be a non-empty vector of finite, non-negative weights with positive mass")
     return float(divergence_value(q / q.sum(), _group_prior(prior, q.numel()), "kl"))
 
 
@@ -1005,6 +1074,7 @@ def done_weight_stats(weights) -> dict[str, float]:
     w = _np(weights).reshape(-1)
     if w.size == 0:
         raise ValueError("weights must be a non-empty vector")
+    _check_finite(w, "weights")
     ess = float(1.0 / np.sum(w ** 2))
     return {"ess": ess, "batch": int(w.size), "ess_fraction": ess / w.size, "max_scaled": float(w.max() * w.size)}
 
@@ -1091,6 +1161,9 @@ def attack_toy_figure(grid_x, grid_y, grid_prob, points, labels, adv_points=None
     """
     if norm not in ("linf", "l2"):
         raise ValueError(f"norm must be 'linf' or 'l2', got {norm!r}")
+    if eps is not None and not (isinstance(eps, (int, float, np.floating)) and math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be None or a finite number ≥ 0, got {eps!r}")
+    n_balls = _check_int(n_balls, "n_balls", 0)
     gx, gy, prob = _np(grid_x).reshape(-1), _np(grid_y).reshape(-1), _np(grid_prob)
     if prob.shape != (gy.size, gx.size):
         raise ValueError(f"grid_prob must have shape (len(grid_y), len(grid_x)) = {(gy.size, gx.size)}, "
@@ -1162,6 +1235,7 @@ def per_class_robust_figure(per_class: Mapping[str, object], *, class_names=None
     """
     if not per_class:
         raise ValueError("per_class must map at least one method to an array (n_seeds, k)")
+    highlight_worst = _check_int(highlight_worst, "highlight_worst", 0)
     first = next(iter(per_class))
     k = np.asarray(_np(per_class[first])).shape[-1]
     arrays = {m: _seed_array(v, f"per_class[{m!r}]", k) for m, v in per_class.items()}
@@ -1239,6 +1313,8 @@ def r_schedule_figure(epochs, r_values, lr_values=None, metrics: Mapping[str, ob
     r = _np(r_values).reshape(-1)
     if r.size != t.size or t.size == 0:
         raise ValueError(f"r_values must have one value per epoch ({t.size}), got {r.size}")
+    if np.isnan(r).any() or np.any(r <= 0):
+        raise ValueError("r_values must be > 0 (DONE's temperature, a log axis)")
     rows = ["r (DONE temperature)"]
     if lr_values is not None:
         rows.append("learning rate β_t")
@@ -1387,6 +1463,10 @@ def ls_regularizer_values(p_true, alpha: float, *, k: int = 2, theta_f=None) -> 
     p = _np(p_true).reshape(-1)
     if not (isinstance(k, (int, np.integer)) and k >= 2):
         raise ValueError(f"k must be an int ≥ 2, got {k!r}")
+    if not (isinstance(alpha, (int, float, np.floating)) and 0 <= alpha <= 1):
+        raise ValueError(f"alpha (the label-smoothing factor) must lie in [0, 1], got {alpha!r}")
+    if not (np.isfinite(p).all() and np.all((p >= 0) & (p <= 1))):
+        raise ValueError("p_true must hold probabilities in [0, 1]")
     diff = np.empty((p.size, k))
     diff[:, 0] = p - (1 - alpha)
     diff[:, 1:] = ((1 - p) - alpha)[:, None] / (k - 1)
@@ -1458,7 +1538,7 @@ def generated_images_figure(x, x_shifted, *, n: int = 6, title: str | None = Non
     a, b = _images_2d(x, "x"), _images_2d(x_shifted, "x_shifted")
     if a.shape != b.shape:
         raise ValueError(f"x and x_shifted must have the same shape, got {a.shape} and {b.shape}")
-    n = int(min(max(int(n), 1), a.shape[0]))
+    n = min(_check_int(n, "n"), a.shape[0])
     a, b = a[:n], b[:n]
     d = b - a
     dmax = float(np.abs(d).max()) or 1.0
@@ -1514,6 +1594,7 @@ def bo_progress_figure(values: Mapping[str, Sequence[float]], *, title: str | No
     """Bayesian-optimisation progress (spec §5, figure 3): each study's objective per trial (markers) and its
     running best (line, the cumulative max — min with ``maximize=False`` — ignoring NaN of failed trials),
     one colour per study (e.g. GP / TPE / random)."""
+    _check_nonempty(values, "values")
     fig = go.Figure()
     for j, (name, vals) in enumerate(values.items()):
         v = np.asarray([np.nan if u is None else float(u) for u in vals], dtype=float)

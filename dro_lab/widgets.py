@@ -9,6 +9,8 @@ Widgets always say which symbol they are: "β (KL inverse temperature)", "α (CV
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Callable, Mapping
 
 import ipywidgets as W
@@ -21,9 +23,43 @@ _STYLE = {"description_width": "initial"}
 _WIDE = W.Layout(width="360px")
 
 
+def _check_value(value, name: str, description: str, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, integer: bool = False) -> None:
+    """A slider's initial value (or a panel's knob) in the quantity's own valid range, not the slider's: values
+    beyond the slider's ends are clamped by ipywidgets, as before (a β = 0 on a log slider shows its left end)."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {'an integer' if integer else 'a number'} for {description!r}, "
+                        f"got {type(value).__name__}")
+    bad = (not math.isfinite(value) or (low is not None and (value <= low if low_open else value < low))
+           or (high is not None and value > high))
+    if bad:
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf)" if high is None else f"{high:g}]"
+        raise ValueError(f"{name} must be in {'(' if low_open or low is None else '['}{lo}, {hi} for {description!r}, "
+                         f"got {value!r}")
+
+
+def _check_ends(lo: float, hi: float, lo_name: str, hi_name: str) -> None:
+    if not (isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real) and lo < hi):
+        raise ValueError(f"{lo_name} must be < {hi_name}, got {lo_name}={lo!r} and {hi_name}={hi!r}")
+
+
+def _check_callable(fn, name: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+
+
+def _check_controls(controls) -> None:
+    if not isinstance(controls, Mapping):
+        raise TypeError(f"controls must be a mapping name -> widget, got {type(controls).__name__}")
+
+
 def beta_slider(value: float = 1.0, *, min_exp: float = -2, max_exp: float = 3,
                 description: str = "β (KL/χ² inverse temperature)", continuous_update: bool = True) -> W.FloatLogSlider:
     """A log-scale β slider, 10^min_exp … 10^max_exp."""
+    _check_value(value, "value", description, low=0.0)
+    _check_ends(min_exp, max_exp, "min_exp", "max_exp")
     return W.FloatLogSlider(value=value, base=10, min=min_exp, max=max_exp, step=0.05, description=description,
                             style=_STYLE, layout=_WIDE, continuous_update=continuous_update, readout_format=".3g")
 
@@ -31,6 +67,8 @@ def beta_slider(value: float = 1.0, *, min_exp: float = -2, max_exp: float = 3,
 def radius_slider(value: float = 0.1, *, min_exp: float = -3, max_exp: float = 1,
                   description: str = "r (divergence-ball radius)", continuous_update: bool = True) -> W.FloatLogSlider:
     """A log-scale radius slider."""
+    _check_value(value, "value", description, low=0.0)
+    _check_ends(min_exp, max_exp, "min_exp", "max_exp")
     return W.FloatLogSlider(value=value, base=10, min=min_exp, max=max_exp, step=0.05, description=description,
                             style=_STYLE, layout=_WIDE, continuous_update=continuous_update, readout_format=".3g")
 
@@ -38,12 +76,15 @@ def radius_slider(value: float = 0.1, *, min_exp: float = -3, max_exp: float = 1
 def cvar_alpha_slider(value: float = 0.2, *, description: str = "α (CVaR level)",
                       continuous_update: bool = True) -> W.FloatSlider:
     """The CVaR level α ∈ (0, 1]: the worst α-fraction of the data is averaged."""
+    _check_value(value, "value", description, low=0.0, low_open=True, high=1.0)
     return W.FloatSlider(value=value, min=0.01, max=1.0, step=0.01, description=description, style=_STYLE,
                          layout=_WIDE, continuous_update=continuous_update, readout_format=".2f")
 
 
 def divergence_toggle(value: str = "kl", *, description: str = "divergence") -> W.ToggleButtons:
     """KL / χ² switch; its ``value`` is the library's name (``"kl"`` or ``"chi2"``)."""
+    if value not in ("kl", "chi2"):
+        raise ValueError(f"value (the divergence) must be 'kl' or 'chi2', got {value!r}")
     return W.ToggleButtons(options=[("KL", "kl"), ("χ²", "chi2")], value=value, description=description,
                            style=_STYLE, tooltips=["Kullback-Leibler: q = softmax(β·ℓ)",
                                                    "Pearson χ²: q = projection of 1/n + β·ℓ/(2n) onto the simplex"])
@@ -54,6 +95,8 @@ def panel(figure_fn: Callable[..., object], controls: Mapping[str, W.Widget], *,
 
     ``figure_fn`` is a plain function returning a plotly figure; it is re-run when a control moves.
     """
+    _check_callable(figure_fn, "figure_fn")
+    _check_controls(controls)
     def show(**kwargs):
         display(figure_fn(**kwargs))
 
@@ -66,6 +109,8 @@ def panel(figure_fn: Callable[..., object], controls: Mapping[str, W.Widget], *,
 def run_panel(run_fn: Callable[..., object], controls: Mapping[str, W.Widget], *, button: str = "Run",
               title: str | None = None) -> W.Box:
     """Heavy work behind a button: ``run_fn(**values)`` runs on click; its output (figures, logs) shows below."""
+    _check_callable(run_fn, "run_fn")
+    _check_controls(controls)
     btn = W.Button(description=button, button_style="primary", icon="play")
     out = W.Output()
 
@@ -128,12 +173,14 @@ def _linear_slider(value: float, lo: float, hi: float, step: float, description:
 def is_alpha_slider(value: float = 0.5, *, description: str = "α (uniform mixing)",
                     continuous_update: bool = True) -> W.FloatSlider:
     """The importance-sampling mixing α ∈ [0, 1]: p = (1 − α)·u + α·p^GN (0 uniform, ½ the paper's p^½, 1 p^GN)."""
+    _check_value(value, "value", description, low=0.0, high=1.0)
     return _linear_slider(value, 0.0, 1.0, 0.01, description, continuous_update)
 
 
 def weight_exponent_slider(value: float = 1.0, *, description: str = "weight exponent e (w = (1/(N·p))^e)",
                            continuous_update: bool = True) -> W.FloatSlider:
     """The importance-weight exponent e ∈ [0, 1] (1 unbiased, 0 "forgotten weights"); not DRO's β."""
+    _check_value(value, "value", description, low=0.0, high=1.0)
     return _linear_slider(value, 0.0, 1.0, 0.01, description, continuous_update)
 
 
@@ -168,6 +215,7 @@ __all__ += ["optimism_slider", "group_beta_slider", "bilinear_panel", "tau_panel
 def optimism_slider(value: float = 1.0, *, description: str = "α (optimism)",
                     continuous_update: bool = True) -> W.FloatSlider:
     """ALSO / Mirror-Prox optimism α ∈ [0, 2]: ĝ_t = g_t + α(g_t − g_{t−1}); 0 is plain descent–ascent, 1 Popov."""
+    _check_value(value, "value", description, low=0.0)
     return _linear_slider(value, 0.0, 2.0, 0.05, description, continuous_update)
 
 
@@ -233,6 +281,9 @@ def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> 
     from . import viz
     from .optim import bilinear_game_path
 
+    _check_value(lr, "lr", "γ (step size)", low=0.0, low_open=True)
+    bilinear_game_path(lr=lr, alpha=alpha, steps=steps)  # validates alpha and steps with their names
+
     def build(alpha, lr):
         plain = bilinear_game_path(lr=lr, alpha=0.0, steps=steps)
         chosen = bilinear_game_path(lr=lr, alpha=alpha, steps=steps)
@@ -278,6 +329,7 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
 
     from . import viz
 
+    _check_callable(simulate, "simulate")
     controls = {"beta": group_beta_slider(beta, description="β = 1/τ"), "alpha": optimism_slider(alpha)}
     widget = go.FigureWidget(layout=dict(template="plotly_white", height=380,
                                          title="Press Run to train and draw π over the steps"))
@@ -317,18 +369,23 @@ __all__ += ["done_r_slider", "attack_eps_slider", "attack_alpha_slider", "done_r
 def done_r_slider(value: float = 1.0, *, description: str = "r (DONE temperature, loss units)",
                   continuous_update: bool = True) -> W.FloatLogSlider:
     """DONE's KL temperature r, log scale 10^−1.3 ≈ 0.05 … 100 (not a radius, not Adam's β)."""
+    _check_value(value, "value", description, low=0.0, low_open=True)
     return beta_slider(value, min_exp=-1.3, max_exp=2, description=description, continuous_update=continuous_update)
 
 
 def attack_eps_slider(value: float = 0.3, *, hi: float = 1.0, step: float = 0.01,
                       description: str = "ε (attack radius)", continuous_update: bool = True) -> W.FloatSlider:
     """The attack radius ε ∈ [0, hi] (0 = no attack)."""
+    _check_value(value, "value", description, low=0.0)
+    _check_ends(0.0, hi, "0", "hi")
     return _linear_slider(value, 0.0, hi, step, description, continuous_update)
 
 
 def attack_alpha_slider(value: float = 0.05, *, lo: float = 0.005, hi: float = 0.5, step: float = 0.005,
                         description: str = "α (attack step)", continuous_update: bool = True) -> W.FloatSlider:
     """The attack's inner step size α ∈ [lo, hi] (not the CVaR level, not the learning rate)."""
+    _check_value(value, "value", description, low=0.0, low_open=True)
+    _check_ends(lo, hi, "lo", "hi")
     slider = _linear_slider(value, lo, hi, step, description, continuous_update)
     slider.readout_format = ".3f"
     return slider
@@ -375,6 +432,9 @@ def attack_toy_panel(model, x, y, *, eps: float = 0.3, alpha: float = 0.05, step
     from .adversarial import pgd_attack
     from .metrics import predict
 
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_value(grid, "grid", "the mesh size", low=2, integer=True)
     x = torch.as_tensor(x, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.long)
     eps_w, alpha_w = attack_eps_slider(eps), attack_alpha_slider(alpha)
@@ -413,12 +473,16 @@ _GAMMA_RANGE = (1e-3, 1e3)
 def ls_alpha_slider(value: float = 0.3, *, hi: float = 0.5, description: str = "α (label smoothing)",
                     continuous_update: bool = True) -> W.FloatSlider:
     """The label-smoothing factor α ∈ [0, hi] (the paper's range is [0, 0.5]; (k−1)/k is uniform targets)."""
+    _check_value(value, "value", description, low=0.0, high=1.0)
+    _check_ends(0.0, hi, "0", "hi")
     return _linear_slider(value, 0.0, hi, 0.01, description, continuous_update)
 
 
 def gils_steps_slider(value: int = 10, *, hi: int = 30, description: str = "T (ascent steps)",
                       continuous_update: bool = True) -> W.IntSlider:
     """The number T ∈ [0, hi] of GI-LS ascent steps (T = 0: no shift, plain LS)."""
+    _check_value(value, "value", description, low=0, integer=True)
+    _check_value(hi, "hi", description, low=1, integer=True)
     return W.IntSlider(value=value, min=0, max=hi, step=1, description=description, style=_STYLE, layout=_WIDE,
                        continuous_update=continuous_update)
 
@@ -426,6 +490,7 @@ def gils_steps_slider(value: int = 10, *, hi: int = 30, description: str = "T (a
 def gils_gamma_slider(value: float = 1.0, *, description: str = "γ (transport penalty, β = 1/γ)",
                       continuous_update: bool = True) -> W.FloatLogSlider:
     """The GI-LS transport penalty γ, log scale 10⁻³ … 10³ (larger γ, smaller shift)."""
+    _check_value(value, "value", description, low=0.0)
     return beta_slider(value, min_exp=-3, max_exp=3, description=description, continuous_update=continuous_update)
 
 
@@ -447,8 +512,12 @@ def gamma_for_radius(shift: Callable[[float], float], radius: float, *, lo: floa
     bracket holding r. Out of reach, the nearest end of the stable range is returned (r ≥ ρ̂(lo): γ = lo;
     r below every stable ρ̂: the γ with the smallest one). Beyond the paper, which fixes γ.
     """
-    import math
-
+    _check_callable(shift, "shift")
+    _check_value(radius, "radius", "the target transport radius r", low=0.0)
+    _check_value(lo, "lo", "the smallest γ", low=0.0, low_open=True)
+    _check_ends(lo, hi, "lo", "hi")
+    _check_value(grid_points, "grid_points", "the number of scanned γ", low=2, integer=True)
+    _check_value(iters, "iters", "the bisection steps", low=0, integer=True)
     step = (math.log(hi) - math.log(lo)) / max(int(grid_points) - 1, 1)
     scan: list[tuple[float, float]] = []
     for i in range(max(int(grid_points), 2)):
@@ -502,6 +571,9 @@ def gils_toy_panel(model, x, y, *, alpha: float = 0.3, gamma: float = 1.0, eta: 
     from . import viz
     from .smoothing import gils_shift
 
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_value(grid, "grid", "the mesh size", low=2, integer=True)
     x = torch.as_tensor(x, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.long)
     lo, hi = x.min(0).values.numpy() - 0.5, x.max(0).values.numpy() + 0.5
@@ -577,6 +649,7 @@ def comparison_panel(run_fn: Callable[..., object], methods, *, summary=None, se
     from . import viz
     from .comparison import pareto_front, summarise
 
+    _check_callable(run_fn, "run_fn")
     options = list(methods)
     if not options:
         raise ValueError("methods must list at least one method name")
