@@ -68,6 +68,8 @@ class GroupDROStrategy(Strategy):
                 raise ValueError(f"{key!r} is not an option here: lr/weight_decay come from fit, the rest from "
                                  "grouping/prior/sampling (fit runs DDP itself)")
         self.method, self.grouping, self.prior_spec, self.sampling = method, grouping, prior, sampling
+        if n_groups is not None and (isinstance(n_groups, bool) or not isinstance(n_groups, int) or n_groups < 1):
+            raise ValueError(f"n_groups must be None or an integer ≥ 1, got {n_groups!r}")
         self.n_groups_given = n_groups
         self.options = options
         self.optimizer = None

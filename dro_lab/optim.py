@@ -67,6 +67,16 @@ PI_OPTIONS = ("I", "II", "II-euclid")
 
 def simplex_projection(v: Tensor) -> Tensor:
     """Euclidean projection of ``v`` onto the probability simplex (sort-based, Held et al. / Duchi et al.)."""
+    if not isinstance(v, Tensor):
+        raise TypeError(f"v must be a 1-D tensor, got {type(v).__name__}")
+    if v.dim() != 1 or v.numel() == 0:
+        raise ValueError(f"v must be a non-empty 1-D tensor, got shape {tuple(v.shape)}")
+    if not bool(torch.isfinite(v).all()):
+        raise ValueError("v contains NaN or inf values; v must be finite")
+    return _simplex_projection(v)
+
+
+def _simplex_projection(v: Tensor) -> Tensor:  # unchecked: the optimizers' hot path
     u, _ = torch.sort(v, descending=True)
     css = torch.cumsum(u, 0) - 1
     k = torch.arange(1, v.numel() + 1, device=v.device, dtype=v.dtype)
@@ -90,6 +100,19 @@ def kl_prox_step(log_pi: Tensor, grad: Tensor, *, lr: float, tau: float, log_pri
     ``grad`` is the ascent direction (the group losses); ``temperature`` (not in the paper; the
     official code's ``pi_temperature``) divides the logits of options I and II.
     """
+    lr, tau = _check_nonneg(lr, "lr"), _check_nonneg(tau, "tau")
+    if not isinstance(log_pi, Tensor) or not isinstance(grad, Tensor):
+        raise TypeError(f"log_pi and grad must be tensors, got {type(log_pi).__name__} and {type(grad).__name__}")
+    if grad.shape != log_pi.shape:
+        raise ValueError(f"grad must have the shape of log_pi {tuple(log_pi.shape)}, got {tuple(grad.shape)}")
+    if not bool(torch.isfinite(grad).all()):
+        raise ValueError("grad contains NaN or inf values; grad must be finite")
+    return _kl_prox_step(log_pi, grad, lr=lr, tau=tau, log_prior=log_prior, option=option, temperature=temperature)
+
+
+def _kl_prox_step(log_pi: Tensor, grad: Tensor, *, lr: float, tau: float, log_prior: Tensor | float,
+                  option: str = "I", temperature: float = 1.0) -> Tensor:
+    """:func:`kl_prox_step` without the argument checks (the optimizers validate once, at construction)."""
     if option == "I":
         logits = (log_pi + lr * tau * log_prior + lr * grad) / (1 + lr * tau)
     elif option == "II":
@@ -98,7 +121,7 @@ def kl_prox_step(log_pi: Tensor, grad: Tensor, *, lr: float, tau: float, log_pri
         logits = (1 - lr * tau) * log_pi + lr * tau * log_prior + lr * grad
     elif option == "II-euclid":
         pi = log_pi.exp()
-        pi_new = simplex_projection(pi + lr * (grad - tau * (log_pi - log_prior + 1)))
+        pi_new = _simplex_projection(pi + lr * (grad - tau * (log_pi - log_prior + 1)))
         return torch.log(pi_new.clamp_min(torch.finfo(pi_new.dtype).tiny))
     else:
         raise ValueError(f"pi_option must be one of {PI_OPTIONS}, got {option!r}")
@@ -323,7 +346,7 @@ class _GroupDRO(torch.optim.Optimizer):
         return g
 
     def _prox(self, log_pi: Tensor, grad: Tensor, lr: float) -> Tensor:
-        return kl_prox_step(log_pi, grad, lr=lr, tau=self.tau, log_prior=self.log_prior, option=self.pi_option,
+        return _kl_prox_step(log_pi, grad, lr=lr, tau=self.tau, log_prior=self.log_prior, option=self.pi_option,
                             temperature=self.temperature)
 
     # -- state

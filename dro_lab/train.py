@@ -378,7 +378,9 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
         ImportanceSampler(1, 1, device="cpu", generator=torch.Generator(),
                           refresh_fn=(lambda: None) if refresh_every else None,
                           scores_init=None, **self.options)
-        self.score_batch_size = int(score_batch_size)
+        if isinstance(score_batch_size, bool) or not isinstance(score_batch_size, int) or score_batch_size < 1:
+            raise ValueError(f"score_batch_size must be an integer ≥ 1, got {score_batch_size!r}")
+        self.score_batch_size = score_batch_size
         tags = [f"α={float(alpha):g}"] + ([f"power={power:g}"] if power != 1 else []) \
             + ([f"w^{weight_exponent:g}"] if weight_exponent != 1 else []) + (["clipped"] if clip_weights else []) \
             + ([f"refresh{refresh_every}"] if refresh_every not in (None, 1) else ["stale"] if refresh_every is None else [])
@@ -739,6 +741,8 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
         ``test_accuracy``, ``test_worst_class_accuracy``, ``test_per_class_accuracy`` and, for
         grouped data, ``test_worst_group_accuracy`` / ``test_per_group_accuracy``.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be an integer ≥ 1, got {epochs!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -942,4 +946,6 @@ def fit(model: torch.nn.Module, train, *, strategy: Strategy | None = None, test
 
 def clone_model(model: torch.nn.Module) -> torch.nn.Module:
     """An independent copy (same initial weights), so several strategies start from one initialisation."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return copy.deepcopy(model)
