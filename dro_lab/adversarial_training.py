@@ -42,6 +42,14 @@ def _positive(value, name: str) -> float:
     return float(value)
 
 
+def _real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
 # --------------------------------------------------------------------------- pure weight functions
 
 
@@ -65,14 +73,24 @@ def done_weights(losses: Tensor, *, r: float, log_u: Tensor | None = None, eta: 
         raise ValueError(f"losses must be a non-empty 1-D tensor, got shape {tuple(losses.shape)}")
     if not bool(torch.isfinite(ell).all()):
         raise ValueError("losses contain NaN or inf")
-    b = ell.numel()
-    s = torch.logsumexp(ell / r, 0) - math.log(b)
-    if log_u is None or eta == 1:
-        new_log_u = s
-    else:
-        new_log_u = torch.logaddexp(math.log1p(-eta) + log_u.to(s), math.log(eta) + s)
-    w = torch.exp(ell / r - new_log_u) / b
+    if log_u is not None and (not isinstance(log_u, Tensor) or log_u.numel() != 1):
+        shape = tuple(log_u.shape) if isinstance(log_u, Tensor) else type(log_u).__name__
+        raise ValueError(f"log_u must be the scalar returned by done_weights, got {shape}")
+    w, new_log_u = _done_weights64(ell, r, log_u, eta)
     return w.to(losses.dtype), new_log_u
+
+
+def _done_weights64(ell: Tensor, r: float, log_u: Tensor | None, eta: float) -> tuple[Tensor, Tensor]:
+    """:func:`done_weights` on float64 losses, unchecked and without a host sync (DONE's per-batch path).
+
+    With ``eta = 1`` or no ``log_u``, ω = e^{ℓ/r − s}/|B| = softmax(ℓ/r) (one fused kernel)."""
+    z = ell / r
+    b = z.numel()
+    s = torch.logsumexp(z, 0) - math.log(b)
+    if log_u is None or eta == 1:
+        return torch.softmax(z, 0), s
+    new_log_u = torch.logaddexp(math.log1p(-eta) + log_u.to(s), math.log(eta) + s)
+    return torch.exp(z - (new_log_u + math.log(b))), new_log_u
 
 
 def implicit_correction(losses: Tensor, x_adv: Tensor, x: Tensor, weights: Tensor, *, eps: float, barrier: float,
@@ -85,20 +103,42 @@ def implicit_correction(losses: Tensor, x_adv: Tensor, x: Tensor, weights: Tenso
     :math:`l_j=-\min(\epsilon, x_j-lo)`, and :math:`C^{-1}=0` on coordinates at a face of the box (pitfall 10).
     ``x_adv`` must require grad and ``losses`` must come from it; the model should have no batch-dependent
     layers in train mode (BatchNorm couples the examples, pitfall 6).
+
+    Cost: one input-gradient pass that records its graph (``G``), O(p) elementwise work for :math:`C^{-1}`, and,
+    in the caller's backward, one double backward through that pass. The weights are folded into the stopped
+    factor (:math:`\mathrm{corr}=\langle G,\ \mathrm{sg}(\omega\odot C^{-1}G)\rangle`), so the graph gains only a
+    product and a sum. Only the parameters need this backward: :meth:`DONEStrategy.backward` skips ``x_adv``'s.
     """
     _positive(barrier, "barrier")
-    (grad,) = torch.autograd.grad(losses.sum(), x_adv, create_graph=True)
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be a finite number ≥ 0, got {eps!r}")
+    if x_adv.shape != x.shape:
+        raise ValueError(f"x_adv must have the shape of x {tuple(x.shape)}, got {tuple(x_adv.shape)}")
+    if losses.shape != (x.shape[0],):
+        raise ValueError(f"losses must have one entry per example ({x.shape[0]},), got {tuple(losses.shape)}")
+    if weights.shape != losses.shape:
+        raise ValueError(f"weights must have the shape of losses {tuple(losses.shape)}, got {tuple(weights.shape)}")
+    if not bool(torch.isfinite(losses.detach()).all()):
+        raise ValueError("losses contain NaN or inf")
+    return _implicit_correction(losses, x_adv, x, weights, eps=eps, barrier=barrier, clamp=clamp, tol=tol)
+
+
+def _implicit_correction(losses: Tensor, x_adv: Tensor, x: Tensor, weights: Tensor, *, eps: float, barrier: float,
+                         clamp: tuple[float, float] = (0.0, 1.0), tol: float = 1e-7) -> Tensor:
+    """:func:`implicit_correction` unchecked and without a host sync (DONE's per-batch path)."""
+    (grad,) = torch.autograd.grad(losses, x_adv, grad_outputs=torch.ones_like(losses), create_graph=True)
     with torch.no_grad():
-        delta = x_adv.detach() - x
-        upper = torch.clamp(clamp[1] - x, max=eps)
-        lower = -torch.clamp(x - clamp[0], max=eps)
-        interior = (delta < upper - tol) & (delta > lower + tol)
-        gap_u = torch.where(interior, upper - delta, torch.ones_like(delta))
-        gap_l = torch.where(interior, delta - lower, torch.ones_like(delta))
-        c_inv = torch.where(interior, 1.0 / (barrier * (gap_u ** -2 + gap_l ** -2)), torch.zeros_like(delta))
-        v = (c_inv * grad).detach()
-    per_sample = (grad * v).flatten(1).sum(1)
-    return (weights.detach() * per_sample).sum()
+        xa = x_adv.detach()
+        # the distances u_j − δ_j and δ_j − l_j to the box's faces min(x + ε, hi) and max(x − ε, lo)
+        gap_u = torch.clamp(x + eps, max=clamp[1]).sub_(xa)
+        gap_l = xa - torch.clamp(x - eps, min=clamp[0])
+        interior = torch.minimum(gap_u, gap_l) > tol
+        gap_u.square_()
+        gap_l.square_()
+        # C⁻¹ = 1 / (c (1/gu² + 1/gl²)) = gu² gl² / (c (gu² + gl²)), and 0 off the interior (pitfall 10)
+        c_inv = torch.where(interior, (gap_u * gap_l).div_((gap_u + gap_l).mul_(barrier)), 0.0)
+        v = c_inv.mul_(grad).mul_(weights.detach().reshape(-1, *([1] * (grad.dim() - 1))))
+    return (grad * v).sum()
 
 
 def gairat_weights(kappa: Tensor, steps: int, *, lam: float = -1.0) -> Tensor:
@@ -109,7 +149,13 @@ def gairat_weights(kappa: Tensor, steps: int, *, lam: float = -1.0) -> Tensor:
     boundary) → large weight."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be an integer ≥ 1, got {steps!r}")
+    lam = _real(lam, "lam")
+    if not isinstance(kappa, Tensor) or kappa.dim() != 1 or kappa.numel() == 0:
+        raise ValueError(f"kappa must be a non-empty 1-D tensor of counts in [0, steps={steps}]")
     k = kappa.to(torch.float64)
+    if bool(((k < 0) | (k > steps)).any()):
+        raise ValueError(f"kappa must hold counts in [0, steps={steps}], got values in "
+                         f"[{float(k.min()):g}, {float(k.max()):g}]")
     w = (1 + torch.tanh(lam + 5 * (1 - 2 * k / steps))) / 2
     return (w * w.numel() / w.sum()).to(torch.float32)
 
@@ -118,6 +164,13 @@ def mail_weights(logits: Tensor, y: Tensor, *, bias: float = -1.5, slope: float 
     r"""MAIL (the official code's form): :math:`\omega_i = s\cdot\sigma(\text{slope}\,(PM_i + \text{bias}))` with the
     negative probabilistic margin :math:`PM_i = \max_{j\ne y_i}p_j(x_i') - p_{y_i}(x_i')` of the adversarial example
     (large when it is misclassified). Defaults: bias −1.5, slope 1, scale 3 (the code's constant normaliser)."""
+    bias, slope, scale = _real(bias, "bias"), _real(slope, "slope"), _real(scale, "scale")
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale!r}")
+    if logits.dim() != 2 or y.shape != logits.shape[:1]:
+        raise ValueError(f"y must have one label per row of logits {tuple(logits.shape)}, got {tuple(y.shape)}")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("logits contain NaN or inf")
     p = torch.softmax(logits.detach().float(), 1)
     p_true = p.gather(1, y.view(-1, 1)).squeeze(1)
     other = p.scatter(1, y.view(-1, 1), -1.0).max(1).values
@@ -146,6 +199,11 @@ class AdversarialTrainingStrategy(Strategy):
             raise ValueError(f"eps must be a finite number ≥ 0, got {eps!r}")
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be an integer ≥ 1, got {steps!r}")
+        from .adversarial import _NORMS, _STEP_RULES, _check_choice, _check_clamp
+
+        _check_choice(norm, "norm", _NORMS)
+        _check_choice(step_rule, "step_rule", _STEP_RULES)
+        clamp = _check_clamp(clamp)
         self.eps, self.steps, self.norm = float(eps), steps, norm
         self.alpha = _positive(alpha, "alpha") if alpha is not None else max(2.5 * self.eps / steps, 1e-12)
         self.random_start, self.step_rule, self.clamp = random_start, step_rule, clamp
@@ -216,6 +274,7 @@ class DONEStrategy(AdversarialTrainingStrategy):
         self.log_u: Tensor | None = None
         self._r_of_u: float | None = None
         self._stats = {"ess": 0.0, "sum": 0.0, "batches": 0}
+        self._model: torch.nn.Module | None = None  # the implicit term's backward: its parameters only
         tags = [f"ε={self.eps:g}", f"r={self.r:g}" if not self.r_schedule else
                 "r=" + "→".join(f"{v:g}" for v in self.r_schedule.values())]
         tags += ([f"η={self.eta:g}"] if self.eta != 1 else []) + (["implicit"] if implicit else [])
@@ -231,35 +290,64 @@ class DONEStrategy(AdversarialTrainingStrategy):
         return r
 
     def transform(self, x, y, *, indices, groups, model):
+        self._model = model
         return self._attack(model, x, y, requires_grad=self.implicit), y, groups
 
     def reduce(self, losses, *, indices, groups):
         r = self.current_r()
         if r != self._r_of_u:  # u tracks mean e^{ℓ/r}: a new r starts it afresh
             self.log_u, self._r_of_u = None, r
-        w, self.log_u = done_weights(losses, r=r, log_u=self.log_u, eta=self.eta)
+        if losses.dim() != 1 or losses.numel() == 0:
+            raise ValueError(f"losses must be a non-empty 1-D tensor, got shape {tuple(losses.shape)}")
+        # no host sync per batch: the statistics stay on the device until epoch_stats; a NaN or inf loss
+        # makes the weights NaN, which epoch_stats reports (done_weights itself checks before computing)
+        w64, self.log_u = _done_weights64(losses.detach().to(torch.float64), r, self.log_u, self.eta)
         with torch.no_grad():
-            self._stats["ess"] += float(1.0 / (w.double().pow(2).sum() * w.numel()) * w.double().sum() ** 2)
-            self._stats["sum"] += float(w.sum())
+            total, squares = w64.sum(), torch.dot(w64, w64)
+            self._stats["ess"] += total * total / (squares * w64.numel())  # ESS/|B| = (Σω)² / (|B| Σω²)
+            self._stats["sum"] += total
             self._stats["batches"] += 1
+        w = w64.to(losses.dtype)
         objective = (w * losses).sum()
         if self.implicit:
-            objective = objective + implicit_correction(losses, self._x_adv, self._x, w, eps=self.eps,
+            objective = objective + _implicit_correction(losses, self._x_adv, self._x, w, eps=self.eps,
                                                         barrier=self.barrier, clamp=self.clamp)
         return objective
 
+    def backward(self, objective, *, losses, groups):
+        """``objective.backward()``; with the implicit term, into the attacked model's trainable parameters only.
+
+        The attack's output requires grad (for G = ∇_δ ℓ); its own gradient is never used, but a plain
+        ``backward`` would still compute it (the first layer's input gradient, ≈ 2 % of a PGD-5 AT iteration on
+        the DigitsCNN). The parameters' ``.grad`` are the same either way."""
+        params = [p for p in self._model.parameters() if p.requires_grad] \
+            if self.implicit and self._model is not None and self._x_adv is not None and self._x_adv.requires_grad \
+            else None
+        if params:
+            torch.autograd.backward(objective, inputs=params)
+        else:
+            objective.backward()
+
     def epoch_stats(self) -> dict:
         k = max(self._stats["batches"], 1)
-        out = {"done_r": self.current_r(), "done_ess_fraction": self._stats["ess"] / k,
-               "done_weight_sum": self._stats["sum"] / k}
+        ess, total = (float(self._stats[key]) for key in ("ess", "sum"))  # one host sync per epoch
+        bad = self._stats["batches"] and not (math.isfinite(ess) and math.isfinite(total))
         self._stats = {"ess": 0.0, "sum": 0.0, "batches": 0}
-        return out
+        if bad:
+            raise ValueError("DONE: the losses contained NaN or inf in this epoch (the weights are undefined)")
+        return {"done_r": self.current_r(), "done_ess_fraction": ess / k, "done_weight_sum": total / k}
 
     def state_dict(self) -> dict:
-        return {"log_u": None if self.log_u is None else self.log_u.clone(), "r_of_u": self._r_of_u}
+        # the epoch's running statistics too: a run resumed mid-epoch reports the same epoch_stats
+        stats = {k: v.clone() if isinstance(v, Tensor) else v for k, v in self._stats.items()}
+        return {"log_u": None if self.log_u is None else self.log_u.clone(), "r_of_u": self._r_of_u, "stats": stats}
 
     def load_state_dict(self, state: dict) -> None:
-        self.log_u, self._r_of_u = state["log_u"], state["r_of_u"]
+        device = getattr(self, "device", None)  # set by setup (fit loads after it)
+        def move(v):
+            return v.to(device) if isinstance(v, Tensor) and device is not None else v
+        self.log_u, self._r_of_u = move(state["log_u"]), state["r_of_u"]
+        self._stats = {k: move(v) for k, v in state.get("stats", {"ess": 0.0, "sum": 0.0, "batches": 0}).items()}
 
 
 class _BurnIn(AdversarialTrainingStrategy):
@@ -285,7 +373,7 @@ class GAIRATStrategy(_BurnIn):
 
     def __init__(self, eps: float, *, lam: float = -1.0, burn_in_epochs: int = 0, **kw):
         super().__init__(eps, burn_in_epochs=burn_in_epochs, **kw)
-        self.lam = float(lam)
+        self.lam = _real(lam, "lam")
         self.name = f"gairat(ε={self.eps:g},λ={self.lam:g})"
 
     def transform(self, x, y, *, indices, groups, model):
@@ -306,7 +394,7 @@ class MAILStrategy(_BurnIn):
 
     def __init__(self, eps: float, *, bias: float = -1.5, slope: float = 1.0, burn_in_epochs: int = 0, **kw):
         super().__init__(eps, burn_in_epochs=burn_in_epochs, **kw)
-        self.bias, self.slope = float(bias), float(slope)
+        self.bias, self.slope = _real(bias, "bias"), _real(slope, "slope")
         self._model: Callable | None = None
         self.name = f"mail(ε={self.eps:g},bias={self.bias:g},slope={self.slope:g})"
 

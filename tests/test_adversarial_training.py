@@ -195,3 +195,88 @@ def test_gairat_uses_the_attacks_kappa(digits):
     losses = F.cross_entropy(model(x_adv), y, reduction="none")
     expect = (gairat_weights(s._kappa, 4) * losses).mean()
     assert torch.allclose(s.reduce(losses, indices=None, groups=None), expect)
+
+
+def test_done_implicit_backward_into_the_parameters_only_gives_the_plain_backward_gradient():
+    """DONEStrategy.backward (the parameters only, no gradient for the attack's input) = objective.backward()."""
+    torch.manual_seed(2)
+    model = _tiny_model(2).double()
+    x, y = torch.rand(9, 16, dtype=torch.float64), torch.randint(0, 3, (9,))
+    grads = []
+    for use_strategy in (True, False):
+        s = DONEStrategy(0.15, r=0.5, steps=2, implicit=True)
+        s.setup(9, device=torch.device("cpu"), generator=torch.Generator().manual_seed(0))
+        x_adv, _, _ = s.transform(x, y, indices=None, groups=None, model=model)
+        assert x_adv.requires_grad
+        model.zero_grad(set_to_none=True)
+        losses = F.cross_entropy(model(x_adv), y, reduction="none")
+        objective = s.reduce(losses, indices=None, groups=None)
+        s.backward(objective, losses=losses, groups=None) if use_strategy else objective.backward()
+        assert (x_adv.grad is None) == use_strategy  # the input's gradient is skipped, not just discarded
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-14) for a, b in zip(*grads))
+    # a frozen parameter gets no gradient and does not break the restricted backward
+    model[1].bias.requires_grad_(False)
+    model.zero_grad(set_to_none=True)
+    x_adv, _, _ = s.transform(x, y, indices=None, groups=None, model=model)
+    losses = F.cross_entropy(model(x_adv), y, reduction="none")
+    s.backward(s.reduce(losses, indices=None, groups=None), losses=losses, groups=None)
+    assert model[1].bias.grad is None and model[1].weight.grad is not None
+
+
+def test_done_reduce_matches_done_weights_and_reports_stats_without_a_sync_per_batch():
+    """reduce's unchecked float64 path = done_weights (both η); the epoch's ESS / weight sum as the old per-batch floats."""
+    rng = np.random.default_rng(3)
+    for eta in (1.0, 0.4):
+        s, log_u, ess, total = DONEStrategy(0.1, r=0.7, eta=eta), None, [], []
+        for _ in range(4):
+            ell = torch.tensor(rng.exponential(size=20) * 2, dtype=torch.float32, requires_grad=True)
+            w, log_u = done_weights(ell, r=0.7, log_u=log_u, eta=eta)
+            objective = s.reduce(ell, indices=None, groups=None)
+            (g,) = torch.autograd.grad(objective, ell)
+            assert torch.allclose(g, w, rtol=1e-6, atol=0)  # ∂(Σ ω ℓ)/∂ℓ = ω (detached weights)
+            assert math.isclose(float(s.log_u), float(log_u), rel_tol=1e-12)
+            wd = w.double()
+            ess.append(float(wd.sum() ** 2 / (wd.pow(2).sum() * 20)))
+            total.append(float(wd.sum()))
+        assert isinstance(s._stats["ess"], torch.Tensor)  # accumulated on the device, read once per epoch
+        st = s.epoch_stats()
+        assert math.isclose(st["done_ess_fraction"], np.mean(ess), rel_tol=1e-6)
+        assert math.isclose(st["done_weight_sum"], np.mean(total), rel_tol=1e-6)
+    with pytest.raises(ValueError, match="1-D"):
+        DONEStrategy(0.1).reduce(torch.ones(2, 2), indices=None, groups=None)
+
+
+def test_done_reports_non_finite_losses_at_the_epoch_end():
+    s = DONEStrategy(0.1, r=0.5)
+    s.reduce(torch.tensor([1.0, float("nan"), 0.5]), indices=None, groups=None)  # no host sync, no raise here
+    with pytest.raises(ValueError, match="NaN or inf"):
+        s.epoch_stats()
+    assert s.epoch_stats()["done_ess_fraction"] == 0.0  # the counters were reset
+
+
+def test_implicit_correction_with_another_range_and_an_example_with_no_interior_coordinate():
+    """The gap form gu²gl²/(c(gu²+gl²)) of C⁻¹ against the spec's 1/(c(1/gu² + 1/gl²)), clamp ≠ [0, 1]."""
+    torch.manual_seed(4)
+    model = _tiny_model(4).double()
+    params = list(model.parameters())
+    eps, c, lo, hi = 0.3, 0.1, -0.5, 1.5
+    x = torch.rand(6, 16, dtype=torch.float64) * 2 - 0.5
+    x[0, :4] = torch.tensor([lo, hi, lo + 0.1, hi - 0.1])  # pixels at (or near) the range's ends: asymmetric boxes
+    delta = (torch.rand(6, 16, dtype=torch.float64) * 2 - 1) * eps
+    delta[1] = eps * torch.sign(delta[1])  # example 1: every coordinate on a face (its term vanishes)
+    x_adv = torch.minimum(torch.maximum(x + delta, x - eps), x + eps).clamp(lo, hi).requires_grad_(True)
+    y = torch.randint(0, 3, (6,))
+    w = torch.softmax(torch.rand(6, dtype=torch.float64), 0)
+    losses = F.cross_entropy(model(x_adv), y, reduction="none")
+    ours = torch.autograd.grad(implicit_correction(losses, x_adv, x, w, eps=eps, barrier=c, clamp=(lo, hi)), params,
+                               retain_graph=True)
+    (g,) = torch.autograd.grad(losses.sum(), x_adv, create_graph=True)
+    d = x_adv.detach() - x
+    up, down = torch.clamp(hi - x, max=eps), -torch.clamp(x - lo, max=eps)
+    inside = (d < up - 1e-7) & (d > down + 1e-7)
+    assert not inside[1].any() and inside.any()
+    cinv = torch.zeros_like(d)
+    cinv[inside] = 1 / (c * ((up - d)[inside] ** -2 + (d - down)[inside] ** -2))
+    expect = torch.autograd.grad((w * (g * (cinv * g).detach()).sum(1)).sum(), params)
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip(ours, expect))
