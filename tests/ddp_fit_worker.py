@@ -14,7 +14,6 @@ which ``fit`` does not use).
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
@@ -23,6 +22,8 @@ import torch.nn.functional as F
 
 from dro_lab import (ALSO, ERM, ArrayDataset, CompressedWorkersStrategy, GroupDROStrategy, HardnessWeightedStrategy,
                      ImportanceSamplingStrategy, RobustLossStrategy, fit)
+
+import _ddp  # tests/_ddp.py: the script's folder is on sys.path
 
 N, D, EPOCHS = 89, 5, 3  # 89: the last batch of an epoch splits unevenly over 2 ranks (5 + 4)
 
@@ -72,10 +73,7 @@ def _own_loop_also(batch_size: int) -> dict:
 
 
 def main(out: str, batch_size: int) -> None:
-    torch.set_num_threads(1)
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if distributed:
-        dist.init_process_group("gloo")
+    distributed = _ddp.start()
     train, test = _data(N, 0), _data(40, 1)
     strategies = {
         "erm": ERM(),
@@ -104,10 +102,7 @@ def main(out: str, batch_size: int) -> None:
         result["perm_k"] = "ran"
     except ValueError as exc:
         result["perm_k"] = str(exc)
-    rank = dist.get_rank() if distributed else 0
-    torch.save(result, f"{out}.rank{rank}")
-    if distributed:
-        dist.destroy_process_group()
+    _ddp.finish(result, out, distributed)
 
 
 if __name__ == "__main__":

@@ -11,21 +11,18 @@ world_size × b indices and each takes its slice; update() all-gathers every ran
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 
 from dro_lab import HardnessWeightedSampler
 
+import _ddp  # tests/_ddp.py: the script's folder is on sys.path
+
 
 def main(out: str, batch_size: int, epochs: int = 3, n: int = 96) -> None:
-    torch.set_num_threads(1)
-    distributed = "WORLD_SIZE" in os.environ and int(os.environ["WORLD_SIZE"]) > 1
-    if distributed:
-        dist.init_process_group("gloo")
+    distributed = _ddp.start()
     data_gen = torch.Generator().manual_seed(0)
     x = torch.randn(n, 5, generator=data_gen)
     y = (x[:, 0] + 0.5 * x[:, 1] > 0.3).long()
@@ -46,10 +43,7 @@ def main(out: str, batch_size: int, epochs: int = 3, n: int = 96) -> None:
             drawn.append(idx.clone())
     result = {"params": [p.detach().clone() for p in model.parameters()], "history": sampler.history.clone(),
               "drawn": drawn, "world_size": sampler.world_size, "epochs": sampler.epoch}
-    rank = dist.get_rank() if distributed else 0
-    torch.save(result, f"{out}.rank{rank}")
-    if distributed:
-        dist.destroy_process_group()
+    _ddp.finish(result, out, distributed)
 
 
 if __name__ == "__main__":

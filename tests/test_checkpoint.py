@@ -14,7 +14,7 @@ import torch
 
 import dro_lab
 from dro_lab import train as train_module
-from test_determinism import BATCH, IMAGE_STRATEGIES, STRATEGIES, TIME_KEYS, _model, _same
+from test_determinism import BATCH, IMAGE_STRATEGIES, STRATEGIES, TIME_KEYS, _model, _same, small_benchmark
 
 EPOCHS = 2
 EVERY = 2  # checkpoint_every: optimizer steps
@@ -30,13 +30,8 @@ class Interrupted(BaseException):
 
 @pytest.fixture(scope="module")
 def data():
-    from dro_lab.comparison import make_benchmark
-
-    flat = make_benchmark(keep_fraction=0.2)
     # 200 examples: 4 batches of 64 (the last one short), so "mid-epoch" is a real middle
-    train, test = (dro_lab.ArrayDataset(d.x[:200], d.y[:200], groups=d.groups[:200]) for d in flat)
-    images = tuple(dro_lab.ArrayDataset(d.x.view(-1, 1, 8, 8), d.y, groups=d.groups) for d in (train, test))
-    return {"flat": (train, test), "image": images}
+    return small_benchmark(200)
 
 
 def _interrupt_after(strategy, calls: int):

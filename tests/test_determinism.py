@@ -70,14 +70,19 @@ STRATEGIES = {
 IMAGE_STRATEGIES = {"CutMixStrategy", "CutoutStrategy"}  # need (C, H, W) inputs
 
 
-@pytest.fixture(scope="module")
-def data():
+def small_benchmark(n: int) -> dict:
+    """The first ``n`` examples of lesson 07's benchmark, flat (MLP) and as 1×8×8 images (CNN)."""
     from dro_lab.comparison import make_benchmark
 
     flat = make_benchmark(keep_fraction=0.2)
-    train, test = (dro_lab.ArrayDataset(d.x[:240], d.y[:240], groups=d.groups[:240]) for d in flat)
+    train, test = (dro_lab.ArrayDataset(d.x[:n], d.y[:n], groups=d.groups[:n]) for d in flat)
     images = tuple(dro_lab.ArrayDataset(d.x.view(-1, 1, 8, 8), d.y, groups=d.groups) for d in (train, test))
     return {"flat": (train, test), "image": images}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return small_benchmark(240)
 
 
 def _model(image: bool) -> torch.nn.Module:
