@@ -262,3 +262,76 @@ def test_subnormal_beta_gives_the_prior(beta, divergence):
     losses = torch.tensor([0.0, 3.0, -1.0], dtype=torch.float64)
     prior = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
     torch.testing.assert_close(worst_case_weights(losses, divergence=divergence, beta=beta, prior=prior), prior)
+
+
+# --------------------------------------------------------------------------------------------
+# Numerics of every other weighting method: β up to 1e4 (r down to 1e-4), losses up to 1e6, low precision
+# --------------------------------------------------------------------------------------------
+
+LOW_PRECISION = {torch.float16: 6e4, torch.bfloat16: 1e6, torch.float32: 1e6, torch.float64: 1e6}
+
+
+def _big_losses(dtype, n=64):
+    gen = torch.Generator().manual_seed(1)
+    return (torch.rand(n, generator=gen, dtype=torch.float64) * LOW_PRECISION[dtype]).to(dtype)
+
+
+def _finite_distribution(w, *, total=1.0, tol=1e-2):
+    w64 = w.double()
+    assert torch.isfinite(w64).all() and (w64 >= 0).all()
+    assert abs(float(w64.sum()) - total) < tol * total
+
+
+@pytest.mark.parametrize("dtype", list(LOW_PRECISION))
+def test_done_weights_at_extreme_temperature(dtype):
+    from dro_lab import done_weights
+
+    losses = _big_losses(dtype)
+    for r in (1e-4, 1.0, 1e4):
+        w, log_u = done_weights(losses, r=r)
+        assert w.dtype == dtype and torch.isfinite(log_u)
+        _finite_distribution(w)
+        w2, _ = done_weights(losses, r=r, log_u=log_u, eta=0.3)  # the compositional average
+        assert torch.isfinite(w2.double()).all() and (w2.double() >= 0).all()
+
+
+@pytest.mark.parametrize("draw", ["multinomial", "tree"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_hardness_weighted_sampler_at_extreme_beta(draw, dtype):
+    from dro_lab import HardnessWeightedSampler
+
+    losses = _big_losses(dtype, 200)
+    sampler = HardnessWeightedSampler(200, 16, beta=1e4, draw=draw, warm_start=False, history_init=losses,
+                                      device="cpu", generator=torch.Generator().manual_seed(0))
+    q = sampler.probabilities()
+    _finite_distribution(q)
+    batch = next(iter(sampler))
+    assert set(batch) == {int(losses.double().argmax())}  # all the mass on the largest loss
+    sampler.update(torch.tensor(batch), torch.full((len(batch),), -1e6, dtype=dtype))
+    _finite_distribution(sampler.probabilities())
+
+
+def test_importance_sampler_with_huge_and_tiny_scores():
+    from dro_lab import ImportanceSampler
+
+    scores = torch.cat([torch.full((10,), 1e-30), torch.full((10,), 1e30)])
+    sampler = ImportanceSampler(20, 4, alpha=0.5, scores_init=scores, device="cpu",
+                                generator=torch.Generator().manual_seed(0))
+    p = sampler.probabilities()
+    _finite_distribution(p)
+    assert float(p.min()) >= 0.5 / 20 - 1e-9  # the uniform half keeps every probability ≥ (1 − α)/N
+
+
+def test_also_prox_step_and_spectral_weights_with_huge_losses():
+    from dro_lab import extremile_spectrum, kl_prox_step, spectral_risk_weights
+
+    grad = torch.tensor([1e6, -1e6, 0.0, 5e5], dtype=torch.float64)
+    log_pi = torch.log(torch.full((4,), 0.25, dtype=torch.float64))
+    for tau in (1e-4, 1.0):  # β = 1/τ up to 1e4
+        for option in ("I", "II-euclid"):
+            new = kl_prox_step(log_pi, grad, lr=1.0, tau=tau, log_prior=log_pi, option=option)
+            _finite_distribution(new.exp(), tol=1e-9)
+    losses = torch.tensor([1e6, 3.0, -1e6, 0.5], dtype=torch.float32)
+    for penalty in ("kl", "chi2"):
+        w = spectral_risk_weights(losses, extremile_spectrum(4, 2.0), shift_cost=1e-4, penalty=penalty)
+        _finite_distribution(w)
