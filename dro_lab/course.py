@@ -459,9 +459,7 @@ def record(name: str, value: Any) -> None:
     data = read_records(path)
     data[name] = plain
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a reader never sees half a file
+    _write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True))  # a reader never sees half a file
     return None
 
 
