@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .utils import check_int as _check_int
+
 __all__ = ["fgsm_attack", "pgd_attack", "robust_accuracy_report"]
 
 
@@ -77,12 +79,6 @@ def _check_positive(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
-
-
-def _check_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:

@@ -62,3 +62,12 @@ def make_generator(seed: int | None = None, device: str | torch.device = "cpu") 
         seed = int(torch.empty((), dtype=torch.int64).random_().item())
     gen.manual_seed(int(seed))
     return gen
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int, or a ``ValueError`` naming ``name`` when it is not an integer ≥ ``minimum`` (bools refused)."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return int(value)

@@ -15,6 +15,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from .robust import robust_loss, worst_case_weights
+from .utils import check_int as _check_int
 
 __all__ = [
     "PALETTE",
@@ -62,12 +63,6 @@ def _check_nonempty(value, name: str):
     if n == 0:
         raise ValueError(f"{name} is empty: nothing to draw")
     return value
-
-
-def _check_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_finite(a: np.ndarray, name: str) -> np.ndarray:
