@@ -9,11 +9,12 @@ PRESET ?= smoke
 OUT    ?= build/course
 PYTEST_ARGS ?=
 
-.PHONY: env course test lab bench clean help
+.PHONY: env course test lint lab bench clean help
 
 help:
 	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/"
 	@echo "make test    - set up .venv, run the whole test suite"
+	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"
 	@echo "make bench   - speed measurements (dro-lab bench)"
 
@@ -33,6 +34,11 @@ course: env
 
 test: env
 	DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: env
+	$(BIN)/ruff check dro_lab tests
+	$(BIN)/ruff format --check dro_lab tests
+	$(BIN)/lint-imports
 
 lab: env
 	$(BIN)/jupyter lab notebooks

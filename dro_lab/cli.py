@@ -12,8 +12,8 @@
 Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error, 128 + the
 signal's number when ``course run`` was interrupted (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP):
 the finished lessons are kept and the next run resumes.
-Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand that needs them,
-so ``dro-lab --help`` stays fast.
+Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand that needs them
+(:mod:`dro_lab.course` imports them when a course runs), so ``dro-lab --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -22,22 +22,21 @@ import argparse
 import contextlib
 import signal
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__, course
 
 __all__ = ["build_parser", "main"]
 
 
 def _version() -> str:
-    from . import __version__
-
     return __version__
 
 
 def _sweep_argument(text: str) -> tuple[str, list[Any]]:
-    from .course import parse_sweep
-
     try:
-        return parse_sweep(text)
+        return course.parse_sweep(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -60,16 +59,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dro-lab {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    course = commands.add_parser("course", help="list or run the course's lessons")
-    course_commands = course.add_subparsers(dest="course_command", metavar="ACTION")
-    course.set_defaults(course_parser=course)
+    course_parser = commands.add_parser("course", help="list or run the course's lessons")
+    course_commands = course_parser.add_subparsers(dest="course_command", metavar="ACTION")
+    course_parser.set_defaults(course_parser=course_parser)
 
+    _add_course_list(course_commands)
+    _add_course_run(course_commands)
+
+    # Registered for --help only: main() forwards everything after "bench" untouched.
+    commands.add_parser("bench", help="speed measurements (arguments go to dro_lab.bench)", add_help=False)
+    return parser
+
+
+def _add_course_list(course_commands: Any) -> None:
     listing = course_commands.add_parser("list", help="print the syllabus: lessons in order, goals, presets")
     listing.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
     listing.add_argument("--preset", metavar="NAME", help="also show each lesson's parameters for this preset")
-    listing.add_argument("--markdown", action="store_true",
-                         help="print the syllabus as Markdown (order, titles, goals, prerequisites, papers, minutes)")
+    listing.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the syllabus as Markdown (order, titles, goals, prerequisites, papers, minutes)",
+    )
 
+
+def _add_course_run(course_commands: Any) -> None:
     run = course_commands.add_parser(
         "run",
         help="execute lessons with papermill; write notebooks, HTML and a summary",
@@ -87,41 +100,46 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="build/course", metavar="DIR", help="output folder (default: build/course)")
     run.add_argument("--only", nargs="+", metavar="LESSON", help="run only these lessons (ids or unique prefixes)")
     run.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
         help="override a notebook parameter, e.g. -p beta 10 (Python literals are parsed; "
         "passed only to lessons that declare NAME)",
     )
     run.add_argument(
-        "--sweep", type=_sweep_argument, action=_OneSweep, metavar="PARAM=v1,v2,...",
+        "--sweep",
+        type=_sweep_argument,
+        action=_OneSweep,
+        metavar="PARAM=v1,v2,...",
         help="run the selected lessons once per value of PARAM (split on top-level commas: "
         "betas=[0.1,1],[10,100] is two lists) and write a cross-value figure and table to OUT/sweep-PARAM/",
     )
     again = run.add_mutually_exclusive_group()
-    again.add_argument("--resume", dest="force", action="store_false",
-                       help="reuse lessons already executed into OUT with the same parameters (the default)")
+    again.add_argument(
+        "--resume",
+        dest="force",
+        action="store_false",
+        help="reuse lessons already executed into OUT with the same parameters (the default)",
+    )
     again.add_argument("--force", dest="force", action="store_true", help="execute every lesson again")
     run.set_defaults(force=False)
     run.add_argument("--no-html", dest="html", action="store_false", help="skip the HTML export")
-    run.add_argument("--timeout", type=float, default=None, metavar="S",
-                     help="per-cell execution timeout in seconds (default: 600)")
+    run.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="per-cell execution timeout in seconds (default: 600)"
+    )
     run.add_argument("--kernel", dest="kernel_name", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
     run.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
 
-    # Registered for --help only: main() forwards everything after "bench" untouched.
-    commands.add_parser("bench", help="speed measurements (arguments go to dro_lab.bench)", add_help=False)
-    return parser
-
 
 def _course_list(args: argparse.Namespace) -> int:
-    from .course import load_syllabus
-
-    syllabus = load_syllabus(args.syllabus, check_notebooks=False)
+    syllabus = course.load_syllabus(args.syllabus, check_notebooks=False)
     if args.preset is not None and args.preset not in syllabus.presets:
         raise ValueError(f"Invalid preset: {args.preset!r}; the syllabus has {', '.join(syllabus.presets)}")
     if args.markdown:
-        from .course import syllabus_markdown
-
-        print(syllabus_markdown(syllabus))
+        print(course.syllabus_markdown(syllabus))
         return 0
     print(f"{syllabus.title}  ({syllabus.path})")
     if syllabus.description:
@@ -142,6 +160,8 @@ def _course_list(args: argparse.Namespace) -> int:
             print(f"    paper:    {paper}")
         if args.preset is not None:
             print(f"    parameters ({args.preset}): {lesson.parameters(args.preset)}")
+            if lesson.defaults.get(args.preset):
+                print(f"    sizes ({args.preset}):      {dict(lesson.defaults[args.preset])}")
         for goal in lesson.goals:
             print(f"    - {goal}")
     return 0
@@ -150,24 +170,24 @@ def _course_list(args: argparse.Namespace) -> int:
 def _course_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .course import DEFAULT_TIMEOUT, RunInterrupted, load_syllabus, parse_parameter_value, summary_table
-
-    syllabus = load_syllabus(args.syllabus)
-    parameters = {name: parse_parameter_value(value) for name, value in args.parameter}
+    syllabus = course.load_syllabus(args.syllabus)
+    parameters = {name: course.parse_parameter_value(value) for name, value in args.parameter}
     swept = args.sweep[0] if args.sweep else None
 
     def progress(result) -> None:
         value = f" ({swept}={result.parameters[swept]!r})" if swept and swept in result.parameters else ""
         if result.status == "cached":
-            print(f"[cached] {result.id}{value}: reused the run of {result.seconds:.1f} s (--force re-runs)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[cached] {result.id}{value}: reused the run of {result.seconds:.1f} s (--force re-runs)",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         if result.status == "skipped":
             print(f"[skipped] {result.id}{value}: {result.error or 'not selected'}", file=sys.stderr, flush=True)
             return
         problem = f": {result.problem}" if result.status == "failed" else ""
-        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{problem}",
-              file=sys.stderr, flush=True)
+        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{problem}", file=sys.stderr, flush=True)
 
     common = dict(
         preset=args.preset,
@@ -175,7 +195,7 @@ def _course_run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         only=args.only,
         parameters=parameters,
-        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        timeout=course.DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         html=args.html,
         force=args.force,
         kernel_name=args.kernel_name,
@@ -184,30 +204,31 @@ def _course_run(args: argparse.Namespace) -> int:
     try:
         with _signals_interrupt():
             return _course_run_body(args, syllabus, common)
-    except RunInterrupted as stop:
+    except course.RunInterrupted as stop:
         if not args.sweep:
-            print(summary_table(stop.results))
+            print(course.summary_table(stop.results))
         where = Path(args.out) / (f"sweep-{args.sweep[0]}" if args.sweep else "")
-        print(f"\ndro-lab course run: interrupted by {signal.Signals(stop.signum).name}; finished lessons are kept "
-              f"in {where}, lessons that were running are marked failed (interrupted); run the same command again "
-              "to resume", file=sys.stderr)
+        print(
+            f"\ndro-lab course run: interrupted by {signal.Signals(stop.signum).name}; finished lessons are kept "
+            f"in {where}, lessons that were running are marked failed (interrupted); run the same command again "
+            "to resume",
+            file=sys.stderr,
+        )
         return 128 + stop.signum
 
 
 def _course_run_body(args: argparse.Namespace, syllabus: Any, common: dict[str, Any]) -> int:
     from pathlib import Path
 
-    from .course import run_course, run_sweep, summary_table, sweep_table
-
     if args.sweep:
         param, values = args.sweep
-        sweep = run_sweep(syllabus, param, values, **common)
-        print(sweep_table(sweep))
+        sweep = course.run_sweep(syllabus, param, values, **common)
+        print(course.sweep_table(sweep))
         print(f"\nsweep: {sweep.out / 'sweep.md'}   figure and links: {sweep.out / 'index.html'}")
         return 0 if sweep.ok else 1
 
-    results = run_course(syllabus, **common)
-    print(summary_table(results))
+    results = course.run_course(syllabus, **common)
+    print(course.summary_table(results))
     out = Path(args.out)
     print(f"\nsummary: {out / 'summary.md'}" + (f"   pages: {out / 'index.html'}" if args.html else ""))
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -248,7 +269,7 @@ def _signals_interrupt():
 
 def _bench(argv: Sequence[str]) -> int:
     try:
-        from . import bench
+        from . import bench  # torch and the whole library: loaded for this subcommand only
     except ModuleNotFoundError as exc:
         if exc.name != f"{__package__}.bench":
             raise

@@ -15,8 +15,8 @@ Pick one by name with :func:`make_model`::
     model = make_model("digits_cnn", in_shape=train.in_shape, num_classes=10)
 
 Paper models: :class:`SmallCNN` is the CNN of the importance-sampling paper (App. F);
-:class:`DigitsCNN` is the digits analogue of the doubly-robust-AT (DONE) spec and the
-hardness-weighted-sampling spec; :class:`WideResNet` (``"wrn16_1"``) is the WRN-16-1 of the
+:class:`DigitsCNN` is the CPU-sized digits stand-in for the networks of the doubly-robust-AT (DONE) and
+hardness-weighted-sampling papers; :class:`WideResNet` (``"wrn16_1"``) is the WRN-16-1 of the
 hardness-weighted-sampling paper (GPU scale).
 """
 
@@ -29,15 +29,18 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from ._validation import check_int, check_number
+
 __all__ = [
+    "num_classes_of",
+    "count_parameters",
     "LogisticRegression",
     "MLP",
     "DigitsCNN",
     "SmallCNN",
     "WideResNet",
-    "make_model",
     "available_models",
-    "count_parameters",
+    "make_model",
 ]
 
 _ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -51,10 +54,10 @@ _ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+def num_classes_of(model: nn.Module) -> int | None:
+    """The number of classes of a dro_lab classifier (its ``classifier`` layer's outputs), or None if unknown."""
+    classifier = getattr(model, "classifier", None)
+    return getattr(classifier, "out_features", None)
 
 
 def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
@@ -95,8 +98,8 @@ class LogisticRegression(_Classifier):
 
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
-        self.in_features = _positive_int(in_features, "in_features")
-        self.classifier = nn.Linear(self.in_features, _positive_int(num_classes, "num_classes"))
+        self.in_features = check_int(in_features, "in_features")
+        self.classifier = nn.Linear(self.in_features, check_int(num_classes, "num_classes"))
 
     def penultimate(self, x: Tensor) -> Tensor:
         """The flattened input, shape ``(batch, in_features)``."""
@@ -118,18 +121,23 @@ class MLP(_Classifier):
         dropout: Dropout probability after each hidden activation, in [0, 1).
     """
 
-    def __init__(self, in_features: int, num_classes: int, hidden: Sequence[int] = (64, 64),
-                 activation: str = "relu", dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: str = "relu",
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
-        in_features = _positive_int(in_features, "in_features")
-        num_classes = _positive_int(num_classes, "num_classes")
+        in_features = check_int(in_features, "in_features")
+        num_classes = check_int(num_classes, "num_classes")
         if isinstance(hidden, int):
             hidden = (hidden,)
-        hidden = tuple(_positive_int(h, "each hidden width") for h in hidden)
+        hidden = tuple(check_int(h, "each hidden width") for h in hidden)
         if activation not in _ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; valid: {', '.join(_ACTIVATIONS)}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        check_number(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         self.in_features = in_features
         self.hidden = hidden
         layers: list[nn.Module] = [nn.Flatten()]
@@ -148,18 +156,18 @@ class MLP(_Classifier):
 
 
 def _check_image_args(in_channels: Any, image_size: Any) -> tuple[int, int]:
-    return _positive_int(in_channels, "in_channels"), _positive_int(image_size, "image_size")
+    return check_int(in_channels, "in_channels"), check_int(image_size, "image_size")
 
 
 class DigitsCNN(_Classifier):
-    """A tiny CNN for 8×8 digits, a few seconds per epoch on a CPU (~9.8 k parameters).
+    """A tiny CNN for 8×8 digits, small enough to train on a CPU (~9.8 k parameters).
 
     ``Conv(in→w, 3, pad 1) → ReLU → Conv(w→2w, 3, pad 1) → ReLU → MaxPool 2 → Flatten →
     Linear(2w·(s/2)² → hidden) → ReLU → Linear(hidden → num_classes)``, no BatchNorm (so
     per-sample gradients with ``torch.func`` need no special care). With the defaults
-    (``w=8``, ``hidden=32``, ``s=8``) this is the digits model of the doubly-robust-AT (DONE)
-    spec's measured analogue; it also serves the hardness-weighted-sampling digits lesson, ALSO's
-    "tiny LeNet-like CNN" and the label-smoothing (GI-LS) lesson, whose small / medium / large
+    (``w=8``, ``hidden=32``, ``s=8``) this is the digits stand-in for DONE's ResNet-18 (Sow et al.,
+    2024, §4.1); it also serves the hardness-weighted-sampling digits lesson, ALSO's "small CNN"
+    (Feoktistov et al., 2025, §6.3) and the label-smoothing (GI-LS) lesson, whose small / medium / large
     nets are ``width`` 8 / 16 / 32.
 
     Args:
@@ -170,23 +178,28 @@ class DigitsCNN(_Classifier):
         hidden: Width of the hidden fully connected layer (the penultimate features).
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, *, image_size: int = 8, width: int = 8,
-                 hidden: int = 32) -> None:
+    def __init__(
+        self, num_classes: int = 10, in_channels: int = 1, *, image_size: int = 8, width: int = 8, hidden: int = 32
+    ) -> None:
         super().__init__()
         in_channels, image_size = _check_image_args(in_channels, image_size)
         if image_size < 2:
             raise ValueError(f"image_size must be at least 2 for the 2×2 max-pool, got {image_size}")
-        width = _positive_int(width, "width")
-        hidden = _positive_int(hidden, "hidden")
+        width = check_int(width, "width")
+        hidden = check_int(hidden, "hidden")
         side = image_size // 2
         self.in_shape = (in_channels, image_size, image_size)
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
-            nn.MaxPool2d(2), nn.Flatten(),
-            nn.Linear(2 * width * side * side, hidden), nn.ReLU(),
+            nn.Conv2d(in_channels, width, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(2 * width * side * side, hidden),
+            nn.ReLU(),
         )
-        self.classifier = nn.Linear(hidden, _positive_int(num_classes, "num_classes"))
+        self.classifier = nn.Linear(hidden, check_int(num_classes, "num_classes"))
 
     def penultimate(self, x: Tensor) -> Tensor:
         """The hidden fully connected features, shape ``(batch, hidden)``."""
@@ -212,8 +225,15 @@ class SmallCNN(_Classifier):
         hidden: Width of the hidden fully connected layer (the penultimate features).
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, image_size: int = 28, *,
-                 channels: tuple[int, int] = (5, 10), hidden: int = 100) -> None:
+    def __init__(
+        self,
+        num_classes: int = 10,
+        in_channels: int = 1,
+        image_size: int = 28,
+        *,
+        channels: tuple[int, int] = (5, 10),
+        hidden: int = 100,
+    ) -> None:
         super().__init__()
         in_channels, image_size = _check_image_args(in_channels, image_size)
         if image_size < 9:
@@ -221,17 +241,20 @@ class SmallCNN(_Classifier):
                 f"image_size must be at least 9 for two unpadded 5×5 convolutions, got {image_size}; "
                 "for 8×8 digits use DigitsCNN or load_digits(size=28)"
             )
-        c1, c2 = (_positive_int(c, "channels") for c in channels)
-        hidden = _positive_int(hidden, "hidden")
+        c1, c2 = (check_int(c, "channels") for c in channels)
+        hidden = check_int(hidden, "hidden")
         side = image_size - 8
         self.in_shape = (in_channels, image_size, image_size)
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, c1, 5), nn.ReLU(),
-            nn.Conv2d(c1, c2, 5), nn.ReLU(),
+            nn.Conv2d(in_channels, c1, 5),
+            nn.ReLU(),
+            nn.Conv2d(c1, c2, 5),
+            nn.ReLU(),
             nn.Flatten(),
-            nn.Linear(c2 * side * side, hidden), nn.ReLU(),
+            nn.Linear(c2 * side * side, hidden),
+            nn.ReLU(),
         )
-        self.classifier = nn.Linear(hidden, _positive_int(num_classes, "num_classes"))
+        self.classifier = nn.Linear(hidden, check_int(num_classes, "num_classes"))
 
     def penultimate(self, x: Tensor) -> Tensor:
         """The hidden fully connected features, shape ``(batch, hidden)``."""
@@ -249,8 +272,7 @@ class _PreActBlock(nn.Module):
         self.conv2 = nn.Conv2d(planes, planes, 3, stride=1, padding=1, bias=False)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.shortcut = (
-            nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False)
-            if stride != 1 or in_planes != planes else None
+            nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False) if stride != 1 or in_planes != planes else None
         )
 
     def forward(self, x: Tensor) -> Tensor:
@@ -282,16 +304,22 @@ class WideResNet(_Classifier):
         dropout: Dropout between the two convolutions of each block, in [0, 1).
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, *, depth: int = 16, widen_factor: int = 1,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        num_classes: int = 10,
+        in_channels: int = 1,
+        *,
+        depth: int = 16,
+        widen_factor: int = 1,
+        dropout: float = 0.0,
+    ) -> None:
         super().__init__()
-        in_channels = _positive_int(in_channels, "in_channels")
-        depth = _positive_int(depth, "depth")
-        k = _positive_int(widen_factor, "widen_factor")
+        in_channels = check_int(in_channels, "in_channels")
+        depth = check_int(depth, "depth")
+        k = check_int(widen_factor, "widen_factor")
         if (depth - 4) % 6 != 0 or depth < 10:
             raise ValueError(f"depth must be 6N + 4 with N >= 1 (10, 16, 22, 28, ...), got {depth}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        check_number(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         n = (depth - 4) // 6
         widths = (16 * k, 32 * k, 64 * k)
         layers: list[nn.Module] = [nn.Conv2d(in_channels, 16, 3, padding=1, bias=False)]
@@ -302,7 +330,7 @@ class WideResNet(_Classifier):
                 in_planes = width
         layers += [nn.BatchNorm2d(in_planes), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten()]
         self.features = nn.Sequential(*layers)
-        self.classifier = nn.Linear(in_planes, _positive_int(num_classes, "num_classes"))
+        self.classifier = nn.Linear(in_planes, check_int(num_classes, "num_classes"))
 
     def penultimate(self, x: Tensor) -> Tensor:
         """Globally pooled features, shape ``(batch, 64 * widen_factor)``."""

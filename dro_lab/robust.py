@@ -20,18 +20,22 @@ formed from ``ℓ - max ℓ`` before scaling.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from ._validation import check_number
+from .utils import work_dtype
+
 __all__ = [
     "DIVERGENCES",
+    "kl_penalised_weights",
+    "chi2_penalised_weights",
     "worst_case_weights",
-    "robust_loss",
-    "divergence_value",
     "radius_to_beta",
+    "divergence_value",
+    "robust_loss",
     "RobustLoss",
 ]
 
@@ -55,17 +59,12 @@ class _Problem(NamedTuple):
 # --------------------------------------------------------------------------- validation
 
 
-def _work_dtype(device: torch.device) -> torch.dtype:
-    # MPS has no float64; everywhere else the bisections want the extra precision.
-    return torch.float32 if device.type == "mps" else torch.float64
-
-
 def _as_loss_vector(losses, name: str = "losses") -> Tensor:
     integer_dtype = torch.get_default_dtype()
     if not isinstance(losses, Tensor):
         try:  # numpy arrays keep their float dtype; Python lists are read as float64
             losses = torch.as_tensor(losses, dtype=torch.float64 if isinstance(losses, (list, tuple)) else None)
-        except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+        except Exception as exc:
             raise TypeError(f"{name} must be a 1-D tensor or array of floats, got {type(losses).__name__}") from exc
         integer_dtype = torch.float64
     if losses.is_complex() or losses.dtype == torch.bool:
@@ -83,26 +82,6 @@ def _as_loss_vector(losses, name: str = "losses") -> Tensor:
     return losses
 
 
-def _check_number(value, name: str, *, low: float, low_inclusive: bool, high: float | None = None,
-                  allow_inf: bool = False) -> float:
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise TypeError(f"{name} must be a number, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite, got {value}")
-    lo_ok = value >= low if low_inclusive else value > low
-    hi_ok = high is None or value <= high
-    if not (lo_ok and hi_ok):
-        lo_br = "[" if low_inclusive else "("
-        hi_txt = f"{high}]" if high is not None else "inf)"
-        raise ValueError(f"{name} must be in {lo_br}{low}, {hi_txt}, got {value}")
-    return value
-
-
 def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bool = False) -> tuple[Tensor, _Problem]:
     losses = _as_loss_vector(losses)
     if not isinstance(divergence, str) or divergence.lower() not in DIVERGENCES:
@@ -111,8 +90,10 @@ def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bo
     given = {k: v for k, v in (("beta", beta), ("radius", radius), ("alpha", alpha)) if v is not None}
     if divergence == "cvar":
         if set(given) != {"alpha"}:
-            raise ValueError(f"divergence='cvar' takes exactly alpha (the CVaR level in (0, 1]); got {sorted(given) or 'none'}")
-        alpha = _check_number(alpha, "alpha", low=0.0, low_inclusive=False, high=1.0)
+            raise ValueError(
+                f"divergence='cvar' takes exactly alpha (the CVaR level in (0, 1]); got {sorted(given) or 'none'}"
+            )
+        alpha = check_number(alpha, "alpha", low=0.0, low_open=True, high=1.0)
     else:
         if len(given) != 1 or "alpha" in given:
             raise ValueError(
@@ -120,13 +101,18 @@ def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bo
                 f"got {sorted(given) or 'none'}"
             )
         if beta is not None:
-            beta = _check_number(beta, "beta", low=0.0, low_inclusive=True, allow_inf=True)
+            beta = check_number(beta, "beta", low=0.0, allow_inf=True)
         else:
-            radius = _check_number(radius, "radius", low=0.0, low_inclusive=True, allow_inf=True)
+            radius = check_number(radius, "radius", low=0.0, allow_inf=True)
 
-    dtype = _work_dtype(losses.device)
-    if weights_only and divergence == "kl" and beta is not None and losses.dtype == torch.float32 \
-            and beta < torch.finfo(torch.float32).max:
+    dtype = work_dtype(losses.device)
+    if (
+        weights_only
+        and divergence == "kl"
+        and beta is not None
+        and losses.dtype == torch.float32
+        and beta < torch.finfo(torch.float32).max
+    ):
         # The KL weights are one stable softmax (subtract the max, then scale): float32 is exact
         # enough for float32 outputs, and skipping the float64 copy halves its cost at large n. Not
         # for the robust loss's value, (1/β)·log-mean-exp, which cancels catastrophically at small β.
@@ -138,7 +124,9 @@ def _prepare(losses, divergence, beta, radius, alpha, prior, *, weights_only: bo
     else:
         p = prior if isinstance(prior, Tensor) else _as_loss_vector(prior, "prior").to(losses.device)
         if p.dim() != 1 or p.numel() != n:
-            raise ValueError(f"prior must be a 1-D vector of length {n} (one weight per loss), got shape {tuple(p.shape)}")
+            raise ValueError(
+                f"prior must be a 1-D vector of length {n} (one weight per loss), got shape {tuple(p.shape)}"
+            )
         if p.device != losses.device:
             raise ValueError(f"prior is on {p.device} but losses are on {losses.device}; put them on one device")
         p = p.detach().to(dtype)
@@ -161,7 +149,7 @@ def _argmax_limit(losses: Tensor, prior: Tensor) -> Tensor:
     return q / q.sum()
 
 
-def _kl_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
+def kl_penalised_weights(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
     """q ∝ p·exp(βℓ): a softmax of β(ℓ − max ℓ) + log p (subtract first, then scale: no overflow)."""
     if beta == 0.0:
         return prior.clone()
@@ -172,7 +160,7 @@ def _kl_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = Fa
     return torch.softmax(_tilt_logits(losses, prior, beta), dim=0)
 
 
-def _chi2_penalised(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
+def chi2_penalised_weights(losses: Tensor, prior: Tensor, beta: float, uniform: bool = False) -> Tensor:
     """q_i = p_i·(1 + (β/2)(ℓ_i − λ))₊ with λ the root of Σ_i q_i(λ) = 1, without sorting.
 
     Write q_i = p_i·(β/2)·(s_i − c)₊ with s = ℓ − max ℓ and c = λ − 2/β. On an active set A the
@@ -348,8 +336,9 @@ def _kl_of_tilt(s: Tensor, log_p: Tensor | None, beta: float) -> tuple[float, fl
     return float((beta * mean - log_z).clamp_min(0.0)), float(beta * beta * var)
 
 
-def _solve_beta_for_radius(losses: Tensor, prior: Tensor, divergence: str, radius: float,
-                           chi2: _Chi2Sorted | None) -> float:
+def _solve_beta_for_radius(
+    losses: Tensor, prior: Tensor, divergence: str, radius: float, chi2: _Chi2Sorted | None
+) -> float:
     """The multiplier β of the penalised problem whose maximiser sits on the boundary D(q‖p) = r.
 
     D(q_β‖p) is non-decreasing in β (the constraint's KKT multiplier is 1/β), so the root in
@@ -373,6 +362,7 @@ def _solve_beta_for_radius(losses: Tensor, prior: Tensor, divergence: str, radiu
         def d_at(t: float) -> tuple[float, float | None]:
             return _kl_of_tilt(shifted, log_p, math.exp(t))
     else:
+
         def d_at(t: float) -> tuple[float, float | None]:
             return chi2.divergence(math.exp(t)), None
 
@@ -410,21 +400,28 @@ def _solve(problem: _Problem) -> tuple[Tensor, float | None]:
         return _cvar(losses, prior, problem.alpha, problem.uniform), None
     if problem.beta is not None:
         beta = problem.beta
-        solver = _kl_penalised if div == "kl" else _chi2_penalised
+        solver = kl_penalised_weights if div == "kl" else chi2_penalised_weights
         q = solver(losses, prior, beta, problem.uniform)
         return q, beta
     # Constrained: many β's are tried, so χ² sorts once and answers each β by binary search.
     chi2 = _Chi2Sorted(losses, prior) if div == "chi2" else None
     beta = _solve_beta_for_radius(losses, prior, div, problem.radius, chi2)
-    q = _kl_penalised(losses, prior, beta, problem.uniform) if div == "kl" else chi2.weights(beta)
+    q = kl_penalised_weights(losses, prior, beta, problem.uniform) if div == "kl" else chi2.weights(beta)
     return q, beta
 
 
 # --------------------------------------------------------------------------- public API
 
 
-def worst_case_weights(losses, *, divergence: str, beta: float | None = None, radius: float | None = None,
-                       alpha: float | None = None, prior=None) -> Tensor:
+def worst_case_weights(
+    losses,
+    *,
+    divergence: str,
+    beta: float | None = None,
+    radius: float | None = None,
+    alpha: float | None = None,
+    prior=None,
+) -> Tensor:
     r"""Worst-case (adversarial) weights ``q`` over the simplex for a vector of losses.
 
     Args:
@@ -486,8 +483,15 @@ def divergence_value(q, p, divergence: str) -> Tensor:
     return _divergence(q, p, divergence)
 
 
-def robust_loss(losses: Tensor, *, divergence: str, beta: float | None = None, radius: float | None = None,
-                alpha: float | None = None, prior=None) -> Tensor:
+def robust_loss(
+    losses: Tensor,
+    *,
+    divergence: str,
+    beta: float | None = None,
+    radius: float | None = None,
+    alpha: float | None = None,
+    prior=None,
+) -> Tensor:
     r"""The distributionally robust objective of a loss vector, differentiable.
 
     Value: for the penalised forms :math:`\max_q \langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)`
@@ -536,20 +540,23 @@ class RobustLoss(torch.nn.Module):
     >>> loss = criterion(F.cross_entropy(logits, y, reduction="none"))  # doctest: +SKIP
     """
 
-    def __init__(self, divergence: str, *, beta: float | None = None, radius: float | None = None,
-                 alpha: float | None = None):
+    def __init__(
+        self, divergence: str, *, beta: float | None = None, radius: float | None = None, alpha: float | None = None
+    ):
         super().__init__()
         # Validate now, on a dummy vector, so a bad configuration fails at construction.
         _prepare(torch.zeros(1), divergence, beta, radius, alpha, None)
         self.divergence, self.beta, self.radius, self.alpha = divergence, beta, radius, alpha
 
     def forward(self, losses: Tensor, prior=None) -> Tensor:
-        return robust_loss(losses, divergence=self.divergence, beta=self.beta, radius=self.radius,
-                           alpha=self.alpha, prior=prior)
+        return robust_loss(
+            losses, divergence=self.divergence, beta=self.beta, radius=self.radius, alpha=self.alpha, prior=prior
+        )
 
     def weights(self, losses: Tensor, prior=None) -> Tensor:
-        return worst_case_weights(losses, divergence=self.divergence, beta=self.beta, radius=self.radius,
-                                  alpha=self.alpha, prior=prior)
+        return worst_case_weights(
+            losses, divergence=self.divergence, beta=self.beta, radius=self.radius, alpha=self.alpha, prior=prior
+        )
 
     def extra_repr(self) -> str:
         knob = {"beta": self.beta, "radius": self.radius, "alpha": self.alpha}

@@ -1,4 +1,4 @@
-"""Small shared helpers: device resolution and seeding."""
+"""Small shared helpers: devices, seeds and the float type of exact sums."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["resolve_device", "seed_everything", "make_generator"]
+from ._validation import check_int, check_optional_int
+
+__all__ = ["resolve_device", "seed_everything", "make_generator", "model_device", "work_dtype", "to_numpy"]
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -17,6 +19,10 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     Resolve once at the top (engine, notebook parameters); library functions then follow the
     device of their tensors and never choose one themselves.
     """
+    if not (device is None or isinstance(device, (str, torch.device, int))) or isinstance(device, bool):
+        raise TypeError(
+            f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device, got {type(device).__name__}"
+        )
     if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -34,9 +40,7 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator
     With ``deterministic=True`` cuDNN picks deterministic kernels (``benchmark=False``), the uvadlc
     set-up cell; CPU runs are then bit-identical for a given seed.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    seed = int(seed)
+    seed = check_int(seed, "seed", low=0)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -49,11 +53,7 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator
 
 def make_generator(seed: int | None = None, device: str | torch.device = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device``, seeded with ``seed`` (from the global RNG when ``None``)."""
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be a non-negative integer or None, got {type(seed).__name__}")
-        if seed < 0:
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    check_optional_int(seed, "seed", low=0)
     try:
         gen = torch.Generator(device=device)
     except (RuntimeError, TypeError) as exc:
@@ -64,10 +64,25 @@ def make_generator(seed: int | None = None, device: str | torch.device = "cpu") 
     return gen
 
 
-def check_int(value, name: str, minimum: int = 1) -> int:
-    """``value`` as an int, or a ``ValueError`` naming ``name`` when it is not an integer ≥ ``minimum`` (bools refused)."""
-    import numbers
+def model_device(model: torch.nn.Module, fallback: torch.device | None = None) -> torch.device:
+    """Where ``model`` lives: its first parameter's device, else its first buffer's, else ``fallback`` (CPU).
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
+    Library functions follow the model's device (as torchattacks' ``Attack`` does) instead of choosing one.
+    """
+    for t in model.parameters():
+        return t.device
+    for t in model.buffers():
+        return t.device
+    return fallback if fallback is not None else torch.device("cpu")
+
+
+def work_dtype(device: torch.device) -> torch.dtype:
+    """float64 for sums and bisections over n entries, except on MPS, which has no float64."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def to_numpy(x) -> np.ndarray:
+    """``x`` (a tensor, an array or a sequence) as a float64 numpy array on the host."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=float)

@@ -91,7 +91,9 @@ class LabServer:
     def _environment(self) -> dict[str, str]:
         # Private Jupyter dirs: the user's config, settings and workspaces play no part, and the
         # workspace is not saved anywhere that outlives the test.
-        dirs = {name: self.work_dir / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")}
+        dirs = {
+            name: self.work_dir / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")
+        }
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
         for rel, value in LAB_SETTINGS.items():
@@ -99,14 +101,16 @@ class LabServer:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(value))
         env = dict(os.environ)
-        env.update({
-            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-            "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
-            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
-            "IPYTHONDIR": str(dirs["ipython"]),
-            "JUPYTER_PLATFORM_DIRS": "1",
-        })
+        env.update(
+            {
+                "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+                "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+                "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+                "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+                "IPYTHONDIR": str(dirs["ipython"]),
+                "JUPYTER_PLATFORM_DIRS": "1",
+            }
+        )
         for key, value in self.extra_env.items():  # None: unset in the server (and kernel) environment
             if value is None:
                 env.pop(key, None)
@@ -116,24 +120,41 @@ class LabServer:
 
     def start(self, timeout: float = 90.0) -> None:
         cmd = [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root_dir}",
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root_dir}",
             "--ServerApp.allow_root=True",  # CI runs as root
             "--LabApp.extension_manager=readonly",  # no PyPI queries from the extension manager
-            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.expose_app_in_browser=True",
         ]
         env = self._environment()  # creates work_dir
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, cwd=self.root_dir, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - JupyterLab writes to it until stop() closes it
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=self.root_dir,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         status_url = f"{self.base_url}/api/status?token={self.token}"
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with code {self.proc.returncode} before answering "
-                                   f"{self.base_url}/api/status; server log:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"JupyterLab exited with code {self.proc.returncode} before answering "
+                    f"{self.base_url}/api/status; server log:\n{self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(status_url, timeout=5) as resp:
                     if resp.status == 200:
@@ -141,8 +162,10 @@ class LabServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"JupyterLab did not answer {self.base_url}/api/status within {timeout:.0f} s; "
-                                   f"server log:\n{self.log_tail()}")
+                raise TimeoutError(
+                    f"JupyterLab did not answer {self.base_url}/api/status within {timeout:.0f} s; "
+                    f"server log:\n{self.log_tail()}"
+                )
             time.sleep(0.5)
 
     def stop(self) -> None:

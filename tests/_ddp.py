@@ -26,4 +26,7 @@ def finish(result: dict, out: str, distributed: bool) -> None:
     rank = dist.get_rank() if distributed else 0
     torch.save(result, f"{out}.rank{rank}")
     if distributed:
+        # every rank reaches the end before any tears gloo down: a rank that leaves first can make its peer's
+        # gloo threads abort ("terminate called without an active exception")
+        dist.barrier()
         dist.destroy_process_group()

@@ -16,14 +16,22 @@ from __future__ import annotations
 
 import sys
 
+import _ddp  # tests/_ddp.py: the script's folder is on sys.path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from dro_lab import (ALSO, ERM, ArrayDataset, CompressedWorkersStrategy, GroupDROStrategy, HardnessWeightedStrategy,
-                     ImportanceSamplingStrategy, RobustLossStrategy, fit)
-
-import _ddp  # tests/_ddp.py: the script's folder is on sys.path
+from dro_lab import (
+    ALSO,
+    ERM,
+    ArrayDataset,
+    CompressedWorkersStrategy,
+    GroupDROStrategy,
+    HardnessWeightedStrategy,
+    ImportanceSamplingStrategy,
+    RobustLossStrategy,
+    fit,
+)
 
 N, D, EPOCHS = 89, 5, 3  # 89: the last batch of an epoch splits unevenly over 2 ranks (5 + 4)
 
@@ -64,7 +72,7 @@ def _own_loop_also(batch_size: int) -> dict:
     for _ in range(EPOCHS):
         perm = torch.randperm(N, generator=gen)
         for start in range(0, N, B):
-            idx = torch.tensor_split(perm[start:start + B], world_size)[rank]
+            idx = torch.tensor_split(perm[start : start + B], world_size)[rank]
             x, y, _, groups = train.batch(idx)
             opt.zero_grad()
             opt.weighted_loss(F.cross_entropy(net(x), y, reduction="none"), groups).backward()
@@ -85,8 +93,18 @@ def main(out: str, batch_size: int) -> None:
     result = {"world_size": dist.get_world_size() if distributed else 1}
     for name, strategy in strategies.items():
         model = _model()
-        hist = fit(model, train, test=test, strategy=strategy, epochs=EPOCHS, batch_size=batch_size,
-                   lr=0.05 if name == "also" else 0.3, device="cpu", seed=7, progress=False)
+        hist = fit(
+            model,
+            train,
+            test=test,
+            strategy=strategy,
+            epochs=EPOCHS,
+            batch_size=batch_size,
+            lr=0.05 if name == "also" else 0.3,
+            device="cpu",
+            seed=7,
+            progress=False,
+        )
         entry = {"params": _params(model), "records": _records(hist), "world_size": hist.world_size}
         if name == "hws":
             entry["table"] = strategy.sampler.history.clone()
@@ -97,8 +115,15 @@ def main(out: str, batch_size: int) -> None:
         result[name] = entry
     result["own_loop_also"] = _own_loop_also(batch_size)
     try:  # simulated Perm-K workers bypass DDP's reducer: fit must refuse them under DDP (and run them alone)
-        fit(_model(), train, strategy=CompressedWorkersStrategy(ERM(), 2), epochs=1, batch_size=batch_size,
-            device="cpu", progress=False)
+        fit(
+            _model(),
+            train,
+            strategy=CompressedWorkersStrategy(ERM(), 2),
+            epochs=1,
+            batch_size=batch_size,
+            device="cpu",
+            progress=False,
+        )
         result["perm_k"] = "ran"
     except ValueError as exc:
         result["perm_k"] = str(exc)

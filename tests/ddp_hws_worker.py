@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import sys
 
+import _ddp  # tests/_ddp.py: the script's folder is on sys.path
 import torch
 import torch.nn.functional as F
 
 from dro_lab import HardnessWeightedSampler
-
-import _ddp  # tests/_ddp.py: the script's folder is on sys.path
 
 
 def main(out: str, batch_size: int, epochs: int = 3, n: int = 96) -> None:
@@ -30,8 +29,9 @@ def main(out: str, batch_size: int, epochs: int = 3, n: int = 96) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
     net = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
     opt = torch.optim.SGD(net.parameters(), lr=0.5)
-    sampler = HardnessWeightedSampler(n, batch_size, beta=5.0, device="cpu",
-                                      generator=torch.Generator().manual_seed(123))
+    sampler = HardnessWeightedSampler(
+        n, batch_size, beta=5.0, device="cpu", generator=torch.Generator().manual_seed(123)
+    )
     drawn = []
     for _ in range(epochs):
         for idx in sampler.batches():
@@ -41,8 +41,13 @@ def main(out: str, batch_size: int, epochs: int = 3, n: int = 96) -> None:
             opt.step()
             sampler.update(idx, losses.detach())
             drawn.append(idx.clone())
-    result = {"params": [p.detach().clone() for p in model.parameters()], "history": sampler.history.clone(),
-              "drawn": drawn, "world_size": sampler.world_size, "epochs": sampler.epoch}
+    result = {
+        "params": [p.detach().clone() for p in model.parameters()],
+        "history": sampler.history.clone(),
+        "drawn": drawn,
+        "world_size": sampler.world_size,
+        "epochs": sampler.epoch,
+    }
     _ddp.finish(result, out, distributed)
 
 

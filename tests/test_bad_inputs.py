@@ -96,13 +96,18 @@ def PARAMS():
 
 
 def ROWS():
-    return [{"method": m, "seed": s, "avg_acc": 0.8 - 0.1 * i, "worst_group_acc": 0.5 + 0.1 * i,
-             "seconds_per_epoch": 0.01} for i, m in enumerate(["ERM", "KL-DRO"]) for s in (0, 1)]
+    return [
+        {"method": m, "seed": s, "avg_acc": 0.8 - 0.1 * i, "worst_group_acc": 0.5 + 0.1 * i, "seconds_per_epoch": 0.01}
+        for i, m in enumerate(["ERM", "KL-DRO"])
+        for s in (0, 1)
+    ]
 
 
 def SUMMARY():
-    return [{"method": "ERM", "avg_acc": 0.8, "worst_group_acc": 0.5},
-            {"method": "KL-DRO", "avg_acc": 0.7, "worst_group_acc": 0.6}]
+    return [
+        {"method": "ERM", "avg_acc": 0.8, "worst_group_acc": 0.5},
+        {"method": "KL-DRO", "avg_acc": 0.7, "worst_group_acc": 0.6},
+    ]
 
 
 def LS(n=3):
@@ -151,12 +156,24 @@ BAD_INPUTS: dict[str, list] = {
         c("nan-inf:beta=nan", lambda: D.worst_case_weights(L(), divergence="kl", beta=math.nan), V, r"beta"),
         c("empty:no losses", lambda: D.worst_case_weights(torch.zeros(0), divergence="kl", beta=1.0), V, r"losses"),
         c("shape:2-D losses", lambda: D.worst_case_weights(torch.zeros(2, 2), divergence="kl", beta=1.0), V, r"losses"),
-        c("shape:prior length", lambda: D.worst_case_weights(L(), divergence="kl", beta=1.0, prior=torch.ones(3) / 3),
-          V, r"prior"),
-        c("device:prior on meta", lambda: D.worst_case_weights(L(), divergence="kl", beta=1.0, prior=META()), V,
-          r"prior"),
-        c("name:divergence=wasserstein", lambda: D.worst_case_weights(L(), divergence="wasserstein", beta=1.0), V,
-          r"divergence"),
+        c(
+            "shape:prior length",
+            lambda: D.worst_case_weights(L(), divergence="kl", beta=1.0, prior=torch.ones(3) / 3),
+            V,
+            r"prior",
+        ),
+        c(
+            "device:prior on meta",
+            lambda: D.worst_case_weights(L(), divergence="kl", beta=1.0, prior=META()),
+            V,
+            r"prior",
+        ),
+        c(
+            "name:divergence=wasserstein",
+            lambda: D.worst_case_weights(L(), divergence="wasserstein", beta=1.0),
+            V,
+            r"divergence",
+        ),
         c("type:beta='1'", lambda: D.worst_case_weights(L(), divergence="kl", beta="1"), T, r"beta"),
         c("type:losses=str", lambda: D.worst_case_weights("abc", divergence="kl", beta=1.0), T, r"losses"),
     ],
@@ -181,12 +198,24 @@ BAD_INPUTS: dict[str, list] = {
     ],
     "divergence_value": [
         c("shape:q vs p", lambda: D.divergence_value(torch.ones(3) / 3, torch.ones(4) / 4, "kl"), V, r"q and p"),
-        c("name:divergence=cvar", lambda: D.divergence_value(torch.ones(3) / 3, torch.ones(3) / 3, "cvar"), V,
-          r"divergence"),
-        c("range:negative q", lambda: D.divergence_value(torch.tensor([1.5, -0.5]), torch.ones(2) / 2, "kl"), V,
-          r"q and p"),
-        c("nan-inf:nan q", lambda: D.divergence_value(torch.tensor([math.nan, 1.0]), torch.ones(2) / 2, "kl"), V,
-          r"\bq\b"),
+        c(
+            "name:divergence=cvar",
+            lambda: D.divergence_value(torch.ones(3) / 3, torch.ones(3) / 3, "cvar"),
+            V,
+            r"divergence",
+        ),
+        c(
+            "range:negative q",
+            lambda: D.divergence_value(torch.tensor([1.5, -0.5]), torch.ones(2) / 2, "kl"),
+            V,
+            r"q and p",
+        ),
+        c(
+            "nan-inf:nan q",
+            lambda: D.divergence_value(torch.tensor([math.nan, 1.0]), torch.ones(2) / 2, "kl"),
+            V,
+            r"\bq\b",
+        ),
         c("device:p on meta", lambda: D.divergence_value(torch.ones(5) / 5, META(), "kl"), V, r"\bp\b"),
         c("type:q=str", lambda: D.divergence_value("q", torch.ones(2) / 2, "kl"), T, r"\bq\b"),
     ],
@@ -200,11 +229,11 @@ BAD_INPUTS: dict[str, list] = {
     # ---------------------------------------------------------------- utils.py
     "resolve_device": [
         c("name:device=tpu", lambda: D.resolve_device("tpu"), V, r"device"),
-        c("type:device=3.5", lambda: D.resolve_device(3.5), V, r"device"),
+        c("type:device=3.5", lambda: D.resolve_device(3.5), T, r"device"),
     ],
     "seed_everything": [
         c("range:seed=-1", lambda: D.seed_everything(-1), V, r"seed"),
-        c("type:seed='0'", lambda: D.seed_everything("0"), V, r"seed"),
+        c("type:seed='0'", lambda: D.seed_everything("0"), T, r"seed"),
     ],
     "make_generator": [
         c("range:seed=-1", lambda: D.make_generator(-1), V, r"seed"),
@@ -215,22 +244,46 @@ BAD_INPUTS: dict[str, list] = {
     # ---------------------------------------------------------------- train.py (taken)
     "fit": [
         c("type:model=str", lambda: D.fit("net", DS(), epochs=1, progress=False, device="cpu"), T, r"model"),
-        c("empty:train has no examples", lambda: D.fit(MODEL(), EMPTY(), epochs=1, progress=False, device="cpu"), V,
-          r"train"),
+        c(
+            "empty:train has no examples",
+            lambda: D.fit(MODEL(), EMPTY(), epochs=1, progress=False, device="cpu"),
+            V,
+            r"train",
+        ),
         c("range:epochs=-1", lambda: D.fit(MODEL(), DS(), epochs=-1, progress=False, device="cpu"), V, r"epochs"),
-        c("type:epochs=1.5", lambda: D.fit(MODEL(), DS(), epochs=1.5, progress=False, device="cpu"), V, r"epochs"),
-        c("range:batch_size=0", lambda: D.fit(MODEL(), DS(), epochs=1, batch_size=0, progress=False, device="cpu"), V,
-          r"batch_size"),
+        c("type:epochs=1.5", lambda: D.fit(MODEL(), DS(), epochs=1.5, progress=False, device="cpu"), T, r"epochs"),
+        c(
+            "range:batch_size=0",
+            lambda: D.fit(MODEL(), DS(), epochs=1, batch_size=0, progress=False, device="cpu"),
+            V,
+            r"batch_size",
+        ),
         c("range:lr=-1", lambda: D.fit(MODEL(), DS(), epochs=1, lr=-1.0, progress=False, device="cpu"), V, r"lr"),
-        c("name:optimizer=adamx", lambda: D.fit(MODEL(), DS(), epochs=1, optimizer="adamx", progress=False,
-                                                device="cpu"), V, r"optimizer"),
-        c("range:momentum=-1", lambda: D.fit(MODEL(), DS(), epochs=1, momentum=-1.0, progress=False, device="cpu"), V,
-          r"momentum"),
-        c("range:weight_decay=-1", lambda: D.fit(MODEL(), DS(), epochs=1, weight_decay=-1.0, progress=False,
-                                                 device="cpu"), V, r"weight_decay"),
+        c(
+            "name:optimizer=adamx",
+            lambda: D.fit(MODEL(), DS(), epochs=1, optimizer="adamx", progress=False, device="cpu"),
+            V,
+            r"optimizer",
+        ),
+        c(
+            "range:momentum=-1",
+            lambda: D.fit(MODEL(), DS(), epochs=1, momentum=-1.0, progress=False, device="cpu"),
+            V,
+            r"momentum",
+        ),
+        c(
+            "range:weight_decay=-1",
+            lambda: D.fit(MODEL(), DS(), epochs=1, weight_decay=-1.0, progress=False, device="cpu"),
+            V,
+            r"weight_decay",
+        ),
         c("name:device=tpu", lambda: D.fit(MODEL(), DS(), epochs=1, progress=False, device="tpu"), V, r"device"),
-        c("type:strategy=str", lambda: D.fit(MODEL(), DS(), strategy="erm", epochs=1, progress=False, device="cpu"), T,
-          r"strategy"),
+        c(
+            "type:strategy=str",
+            lambda: D.fit(MODEL(), DS(), strategy="erm", epochs=1, progress=False, device="cpu"),
+            T,
+            r"strategy",
+        ),
         c("type:seed='0'", lambda: D.fit(MODEL(), DS(), epochs=1, seed="0", progress=False, device="cpu"), T, r"seed"),
     ],
     "RobustLossStrategy": [
@@ -239,8 +292,12 @@ BAD_INPUTS: dict[str, list] = {
         c("alpha-range:cvar alpha=1.5", lambda: D.RobustLossStrategy("cvar", alpha=1.5), V, r"alpha"),
         c("name:divergence=tv", lambda: D.RobustLossStrategy("tv", beta=1.0), V, r"divergence"),
         c("name:over=batches", lambda: D.RobustLossStrategy("kl", beta=1.0, over="batches"), V, r"over"),
-        c("name:group_prior=zipf", lambda: D.RobustLossStrategy("kl", beta=1.0, over="groups", group_prior="zipf"), V,
-          r"group_prior"),
+        c(
+            "name:group_prior=zipf",
+            lambda: D.RobustLossStrategy("kl", beta=1.0, over="groups", group_prior="zipf"),
+            V,
+            r"group_prior",
+        ),
         c("type:beta='1'", lambda: D.RobustLossStrategy("kl", beta="1"), T, r"beta"),
     ],
     "clone_model": [
@@ -251,22 +308,25 @@ BAD_INPUTS: dict[str, list] = {
         c("name:divergence=tv", lambda: D.HardnessWeightedStrategy(divergence="tv"), V, r"divergence"),
         c("range:refresh_every=0", lambda: D.HardnessWeightedStrategy(refresh_every=0), V, r"refresh_every"),
         c("range:prob_floor=1.5", lambda: D.HardnessWeightedStrategy(prob_floor=1.5), V, r"prob_floor"),
-        c("range:history_momentum=1.5", lambda: D.HardnessWeightedStrategy(history_momentum=1.5), V,
-          r"history_momentum"),
+        c(
+            "range:history_momentum=1.5",
+            lambda: D.HardnessWeightedStrategy(history_momentum=1.5),
+            V,
+            r"history_momentum",
+        ),
         c("type:beta='10'", lambda: D.HardnessWeightedStrategy(beta="10"), T, r"beta"),
     ],
     "OHEMStrategy": [
         c("range:keep=0", lambda: D.OHEMStrategy(keep=0.0), V, r"keep"),
         c("range:keep=1.5", lambda: D.OHEMStrategy(keep=1.5), V, r"keep"),
-        c("type:keep='half'", lambda: D.OHEMStrategy(keep="half"), V, r"keep"),
+        c("type:keep='half'", lambda: D.OHEMStrategy(keep="half"), T, r"keep"),
     ],
     "ImportanceSamplingStrategy": [
         c("name:scheme=random", lambda: D.ImportanceSamplingStrategy("random"), V, r"scheme"),
         c("alpha-range:alpha=1.5", lambda: D.ImportanceSamplingStrategy(alpha=1.5), V, r"alpha"),
         c("alpha-range:alpha=-0.1", lambda: D.ImportanceSamplingStrategy(alpha=-0.1), V, r"alpha"),
         c("range:refresh_every=0", lambda: D.ImportanceSamplingStrategy(refresh_every=0), V, r"refresh_every"),
-        c("range:score_batch_size=0", lambda: D.ImportanceSamplingStrategy(score_batch_size=0), V,
-          r"score_batch_size"),
+        c("range:score_batch_size=0", lambda: D.ImportanceSamplingStrategy(score_batch_size=0), V, r"score_batch_size"),
         c("type:alpha='0.5'", lambda: D.ImportanceSamplingStrategy(alpha="0.5"), T, r"alpha"),
     ],
     # ---------------------------------------------------------------- metrics.py
@@ -278,15 +338,22 @@ BAD_INPUTS: dict[str, list] = {
     ],
     "accuracy_report": [
         c("shape:pred vs y", lambda: D.accuracy_report(Y(6), Y(5)), V, r"pred"),
-        c("groups:groups length", lambda: D.accuracy_report(Y(6), Y(6), groups=torch.zeros(5, dtype=torch.long)), V,
-          r"groups"),
-        c("groups:negative group id", lambda: D.accuracy_report(Y(6), Y(6), groups=torch.full((6,), -1)), V,
-          r"groups"),
+        c(
+            "groups:groups length",
+            lambda: D.accuracy_report(Y(6), Y(6), groups=torch.zeros(5, dtype=torch.long)),
+            V,
+            r"groups",
+        ),
+        c("groups:negative group id", lambda: D.accuracy_report(Y(6), Y(6), groups=torch.full((6,), -1)), V, r"groups"),
         c("empty:no predictions", lambda: D.accuracy_report(Y(0), Y(0)), V, r"pred"),
         c("range:num_classes=0", lambda: D.accuracy_report(Y(6), Y(6), num_classes=0), V, r"num_classes"),
         c("shape:losses length", lambda: D.accuracy_report(Y(5), Y(5), losses=L(4)), V, r"losses"),
-        c("device:y on meta", lambda: D.accuracy_report(Y(5), torch.zeros(5, dtype=torch.long, device="meta")), V,
-          r"device"),
+        c(
+            "device:y on meta",
+            lambda: D.accuracy_report(Y(5), torch.zeros(5, dtype=torch.long, device="meta")),
+            V,
+            r"device",
+        ),
         c("type:pred=list", lambda: D.accuracy_report([0, 1], Y(2)), T, r"pred"),
     ],
     "dataset_losses": [
@@ -298,7 +365,7 @@ BAD_INPUTS: dict[str, list] = {
     # ---------------------------------------------------------------- optim.py (taken)
     "ALSO": [
         c("range:n_groups=0", lambda: D.ALSO(PARAMS(), 0), V, r"n_groups"),
-        c("type:n_groups=2.5", lambda: D.ALSO(PARAMS(), 2.5), V, r"n_groups"),
+        c("type:n_groups=2.5", lambda: D.ALSO(PARAMS(), 2.5), T, r"n_groups"),
         c("range:lr=-1", lambda: D.ALSO(PARAMS(), 2, lr=-1.0), V, r"\blr\b|learning rate"),
         c("range:betas=(1.5, 0.9)", lambda: D.ALSO(PARAMS(), 2, betas=(1.5, 0.9)), V, r"beta"),
         c("eps<0:eps=-1", lambda: D.ALSO(PARAMS(), 2, eps=-1.0), V, r"eps"),
@@ -315,29 +382,57 @@ BAD_INPUTS: dict[str, list] = {
         c("range:n_groups=0", lambda: D.OptimisticMirrorProx(PARAMS(), 0, lr=0.1, tau=0.1), V, r"n_groups"),
         c("range:lr=-1", lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=-1.0, tau=0.1), V, r"lr"),
         c("range:tau=-1", lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=0.1, tau=-1.0), V, r"tau"),
-        c("name:sampling=zipf", lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=0.1, tau=0.1, sampling="zipf"), V,
-          r"sampling"),
-        c("shape:prior length", lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=0.1, tau=0.1, prior=torch.ones(3) / 3),
-          V, r"prior"),
+        c(
+            "name:sampling=zipf",
+            lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=0.1, tau=0.1, sampling="zipf"),
+            V,
+            r"sampling",
+        ),
+        c(
+            "shape:prior length",
+            lambda: D.OptimisticMirrorProx(PARAMS(), 2, lr=0.1, tau=0.1, prior=torch.ones(3) / 3),
+            V,
+            r"prior",
+        ),
     ],
     "DRAGO": [
         c("range:n_groups=0", lambda: D.DRAGO(PARAMS(), 0), V, r"n_groups"),
         c("range:lr=-1", lambda: D.DRAGO(PARAMS(), 2, lr=-1.0), V, r"lr"),
         c("range:tau=-1", lambda: D.DRAGO(PARAMS(), 2, tau=-1.0), V, r"tau"),
         c("range:freq=0", lambda: D.DRAGO(PARAMS(), 2, freq=0), V, r"freq"),
-        c("type:freq=2.5", lambda: D.DRAGO(PARAMS(), 2, freq=2.5), V, r"freq"),
+        c("type:freq=2.5", lambda: D.DRAGO(PARAMS(), 2, freq=2.5), T, r"freq"),
     ],
     "kl_prox_step": [
-        c("range:lr=-1", lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=-1.0, tau=0.1, log_prior=0.0), V,
-          r"lr"),
-        c("range:tau=-1", lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=0.1, tau=-1.0, log_prior=0.0), V,
-          r"tau"),
-        c("name:option=III", lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=0.1, tau=0.1, log_prior=0.0,
-                                                     option="III"), V, r"option"),
-        c("shape:grad vs log_pi", lambda: D.kl_prox_step(torch.zeros(3), torch.ones(4), lr=0.1, tau=0.1,
-                                                         log_prior=0.0), V, r"grad"),
-        c("nan-inf:nan grad", lambda: D.kl_prox_step(torch.zeros(3), torch.tensor([0.0, math.nan, 1.0]), lr=0.1,
-                                                     tau=0.1, log_prior=0.0), V, r"grad"),
+        c(
+            "range:lr=-1",
+            lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=-1.0, tau=0.1, log_prior=0.0),
+            V,
+            r"lr",
+        ),
+        c(
+            "range:tau=-1",
+            lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=0.1, tau=-1.0, log_prior=0.0),
+            V,
+            r"tau",
+        ),
+        c(
+            "name:option=III",
+            lambda: D.kl_prox_step(torch.zeros(3), torch.ones(3), lr=0.1, tau=0.1, log_prior=0.0, option="III"),
+            V,
+            r"option",
+        ),
+        c(
+            "shape:grad vs log_pi",
+            lambda: D.kl_prox_step(torch.zeros(3), torch.ones(4), lr=0.1, tau=0.1, log_prior=0.0),
+            V,
+            r"grad",
+        ),
+        c(
+            "nan-inf:nan grad",
+            lambda: D.kl_prox_step(torch.zeros(3), torch.tensor([0.0, math.nan, 1.0]), lr=0.1, tau=0.1, log_prior=0.0),
+            V,
+            r"grad",
+        ),
     ],
     "simplex_projection": [
         c("nan-inf:nan entry", lambda: D.simplex_projection(torch.tensor([0.2, math.nan])), V, r"\bv\b"),
@@ -348,7 +443,7 @@ BAD_INPUTS: dict[str, list] = {
     "bilinear_game_path": [
         c("range:lr=-1", lambda: D.bilinear_game_path(lr=-1.0), V, r"lr"),
         c("range:steps=0", lambda: D.bilinear_game_path(steps=0), V, r"steps"),
-        c("type:steps=2.5", lambda: D.bilinear_game_path(steps=2.5), V, r"steps"),
+        c("type:steps=2.5", lambda: D.bilinear_game_path(steps=2.5), T, r"steps"),
         c("shape:start of length 3", lambda: D.bilinear_game_path(start=(1.0, 1.0, 1.0)), V, r"start"),
         c("nan-inf:alpha=nan", lambda: D.bilinear_game_path(alpha=math.nan), V, r"alpha"),
     ],
@@ -363,14 +458,18 @@ BAD_INPUTS: dict[str, list] = {
     "TransformGroupsStrategy": [
         c("type:inner=str", lambda: D.TransformGroupsStrategy("erm", [lambda x: x]), T, r"inner"),
         c("groups:no transforms", lambda: D.TransformGroupsStrategy(D.ERM(), []), V, r"transforms"),
-        c("type:transform not callable", lambda: D.TransformGroupsStrategy(D.ERM(), [3]), V, r"transforms"),
-        c("shape:names length", lambda: D.TransformGroupsStrategy(D.ERM(), [lambda x: x], names=["a", "b"]), V,
-          r"names"),
+        c("type:transform not callable", lambda: D.TransformGroupsStrategy(D.ERM(), [3]), T, r"transforms"),
+        c(
+            "shape:names length",
+            lambda: D.TransformGroupsStrategy(D.ERM(), [lambda x: x], names=["a", "b"]),
+            V,
+            r"names",
+        ),
     ],
     "CompressedWorkersStrategy": [
         c("type:inner=str", lambda: D.CompressedWorkersStrategy("erm", 2), T, r"inner"),
         c("range:n_workers=0", lambda: D.CompressedWorkersStrategy(D.ERM(), 0), V, r"n_workers"),
-        c("type:n_workers=2.5", lambda: D.CompressedWorkersStrategy(D.ERM(), 2.5), V, r"n_workers"),
+        c("type:n_workers=2.5", lambda: D.CompressedWorkersStrategy(D.ERM(), 2.5), T, r"n_workers"),
     ],
     # ---------------------------------------------------------------- adversarial.py
     "fgsm_attack": [
@@ -379,19 +478,26 @@ BAD_INPUTS: dict[str, list] = {
         c("shape:x vs y", lambda: D.fgsm_attack(MODEL(), X(6), Y(5), eps=0.1), V, r"\by\b"),
         c("range:clamp=(1, 0)", lambda: D.fgsm_attack(MODEL(), X(), Y(), eps=0.1, clamp=(1.0, 0.0)), V, r"clamp"),
         c("type:model=str", lambda: D.fgsm_attack("net", X(), Y(), eps=0.1), T, r"model"),
-        c("type:eps='0.1'", lambda: D.fgsm_attack(MODEL(), X(), Y(), eps="0.1"), V, r"eps"),
-        c("device:y on meta", lambda: D.fgsm_attack(MODEL(), X(), torch.zeros(6, dtype=torch.long, device="meta"),
-                                                    eps=0.1), V, r"device"),
+        c("type:eps='0.1'", lambda: D.fgsm_attack(MODEL(), X(), Y(), eps="0.1"), T, r"eps"),
+        c(
+            "device:y on meta",
+            lambda: D.fgsm_attack(MODEL(), X(), torch.zeros(6, dtype=torch.long, device="meta"), eps=0.1),
+            V,
+            r"device",
+        ),
     ],
     "pgd_attack": [
         c("eps<0:eps=-0.1", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=-0.1, alpha=0.01, steps=2), V, r"eps"),
         c("range:alpha=-0.01", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=-0.01, steps=2), V, r"alpha"),
         c("range:steps=0", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=0), V, r"steps"),
-        c("type:steps=2.5", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2.5), V, r"steps"),
-        c("name:norm=l3", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2, norm="l3"), V,
-          r"norm"),
-        c("name:step_rule=newton", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2,
-                                                      step_rule="newton"), V, r"step_rule"),
+        c("type:steps=2.5", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2.5), T, r"steps"),
+        c("name:norm=l3", lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2, norm="l3"), V, r"norm"),
+        c(
+            "name:step_rule=newton",
+            lambda: D.pgd_attack(MODEL(), X(), Y(), eps=0.1, alpha=0.01, steps=2, step_rule="newton"),
+            V,
+            r"step_rule",
+        ),
         c("shape:x vs y", lambda: D.pgd_attack(MODEL(), X(6), Y(4), eps=0.1, alpha=0.01, steps=2), V, r"\by\b"),
     ],
     "robust_accuracy_report": [
@@ -399,12 +505,19 @@ BAD_INPUTS: dict[str, list] = {
         c("eps<0:eps=-0.1", lambda: D.robust_accuracy_report(MODEL(), DS(), eps=-0.1), V, r"eps"),
         c("range:steps=0", lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, steps=0), V, r"steps"),
         c("name:norm=l3", lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, norm="l3"), V, r"norm"),
-        c("range:batch_size=0", lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, batch_size=0), V,
-          r"batch_size"),
-        c("range:tail_fraction=1.5", lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, tail_fraction=1.5), V,
-          r"tail_fraction"),
-        c("empty:dataset has no examples", lambda: D.robust_accuracy_report(MODEL(), EMPTY(), eps=0.1), V,
-          r"dataset"),
+        c(
+            "range:batch_size=0",
+            lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, batch_size=0),
+            V,
+            r"batch_size",
+        ),
+        c(
+            "range:tail_fraction=1.5",
+            lambda: D.robust_accuracy_report(MODEL(), DS(), eps=0.1, tail_fraction=1.5),
+            V,
+            r"tail_fraction",
+        ),
+        c("empty:dataset has no examples", lambda: D.robust_accuracy_report(MODEL(), EMPTY(), eps=0.1), V, r"dataset"),
         c("type:model=str", lambda: D.robust_accuracy_report("net", DS(), eps=0.1), T, r"model"),
     ],
     # ---------------------------------------------------------------- adversarial_training.py (taken)
@@ -415,7 +528,7 @@ BAD_INPUTS: dict[str, list] = {
         c("name:norm=l3", lambda: D.AdversarialTrainingStrategy(0.1, norm="l3"), V, r"norm"),
         c("name:step_rule=newton", lambda: D.AdversarialTrainingStrategy(0.1, step_rule="newton"), V, r"step_rule"),
         c("range:clamp=(1, 0)", lambda: D.AdversarialTrainingStrategy(0.1, clamp=(1.0, 0.0)), V, r"clamp"),
-        c("type:eps='0.1'", lambda: D.AdversarialTrainingStrategy("0.1"), V, r"eps"),
+        c("type:eps='0.1'", lambda: D.AdversarialTrainingStrategy("0.1"), T, r"eps"),
     ],
     "DONEStrategy": [
         c("eps<0:eps=-0.1", lambda: D.DONEStrategy(-0.1), V, r"eps"),
@@ -443,16 +556,36 @@ BAD_INPUTS: dict[str, list] = {
         c("range:eta=0", lambda: D.done_weights(L(), r=1.0, eta=0.0), V, r"eta"),
     ],
     "implicit_correction": [
-        c("eps<0:eps=-0.1", lambda: D.implicit_correction(L(6), X(), X(), torch.ones(6), eps=-0.1, barrier=0.05), V,
-          r"eps"),
-        c("range:barrier=-1", lambda: D.implicit_correction(L(6), X(), X(), torch.ones(6), eps=0.1, barrier=-1.0), V,
-          r"barrier"),
-        c("shape:x_adv vs x", lambda: D.implicit_correction(L(6), X(5), X(6), torch.ones(6), eps=0.1, barrier=0.05),
-          V, r"x_adv"),
-        c("shape:weights length", lambda: D.implicit_correction(L(6), X(), X(), torch.ones(4), eps=0.1,
-                                                                barrier=0.05), V, r"weights"),
-        c("nan-inf:nan loss", lambda: D.implicit_correction(NAN(6), X(), X(), torch.ones(6), eps=0.1, barrier=0.05),
-          V, r"losses"),
+        c(
+            "eps<0:eps=-0.1",
+            lambda: D.implicit_correction(L(6), X(), X(), torch.ones(6), eps=-0.1, barrier=0.05),
+            V,
+            r"eps",
+        ),
+        c(
+            "range:barrier=-1",
+            lambda: D.implicit_correction(L(6), X(), X(), torch.ones(6), eps=0.1, barrier=-1.0),
+            V,
+            r"barrier",
+        ),
+        c(
+            "shape:x_adv vs x",
+            lambda: D.implicit_correction(L(6), X(5), X(6), torch.ones(6), eps=0.1, barrier=0.05),
+            V,
+            r"x_adv",
+        ),
+        c(
+            "shape:weights length",
+            lambda: D.implicit_correction(L(6), X(), X(), torch.ones(4), eps=0.1, barrier=0.05),
+            V,
+            r"weights",
+        ),
+        c(
+            "nan-inf:nan loss",
+            lambda: D.implicit_correction(NAN(6), X(), X(), torch.ones(6), eps=0.1, barrier=0.05),
+            V,
+            r"losses",
+        ),
     ],
     "gairat_weights": [
         c("range:steps=0", lambda: D.gairat_weights(torch.zeros(4), 0), V, r"steps"),
@@ -496,14 +629,25 @@ BAD_INPUTS: dict[str, list] = {
         c("type:float labels", lambda: D.class_balanced_weights(torch.tensor([0.5, 1.0])), T, r"labels"),
     ],
     "spectral_risk_weights": [
-        c("range:shift_cost=-1", lambda: D.spectral_risk_weights(L(4), torch.ones(4) / 4, shift_cost=-1.0), V,
-          r"shift_cost"),
-        c("name:penalty=tv", lambda: D.spectral_risk_weights(L(4), torch.ones(4) / 4, shift_cost=1.0, penalty="tv"),
-          V, r"penalty"),
-        c("shape:spectrum length", lambda: D.spectral_risk_weights(L(4), torch.ones(3) / 3, shift_cost=1.0), V,
-          r"spectrum"),
-        c("nan-inf:nan loss", lambda: D.spectral_risk_weights(NAN(4), torch.ones(4) / 4, shift_cost=1.0), V,
-          r"losses"),
+        c(
+            "range:shift_cost=-1",
+            lambda: D.spectral_risk_weights(L(4), torch.ones(4) / 4, shift_cost=-1.0),
+            V,
+            r"shift_cost",
+        ),
+        c(
+            "name:penalty=tv",
+            lambda: D.spectral_risk_weights(L(4), torch.ones(4) / 4, shift_cost=1.0, penalty="tv"),
+            V,
+            r"penalty",
+        ),
+        c(
+            "shape:spectrum length",
+            lambda: D.spectral_risk_weights(L(4), torch.ones(3) / 3, shift_cost=1.0),
+            V,
+            r"spectrum",
+        ),
+        c("nan-inf:nan loss", lambda: D.spectral_risk_weights(NAN(4), torch.ones(4) / 4, shift_cost=1.0), V, r"losses"),
     ],
     "extremile_spectrum": [
         c("range:m=0", lambda: D.extremile_spectrum(0, 2.0), V, r"\bm\b"),
@@ -516,7 +660,7 @@ BAD_INPUTS: dict[str, list] = {
         c("alpha-range:alpha=-0.1", lambda: D.smoothed_targets(Y(3), 3, -0.1), V, r"alpha"),
         c("range:num_classes=0", lambda: D.smoothed_targets(Y(3), 0, 0.1), V, r"num_classes"),
         c("range:label >= num_classes", lambda: D.smoothed_targets(torch.tensor([0, 5]), 3, 0.1), V, r"\by\b"),
-        c("type:alpha='0.1'", lambda: D.smoothed_targets(Y(3), 3, "0.1"), V, r"alpha"),
+        c("type:alpha='0.1'", lambda: D.smoothed_targets(Y(3), 3, "0.1"), T, r"alpha"),
     ],
     "ls_cross_entropy": [
         c("alpha-range:alpha=-0.1", lambda: D.ls_cross_entropy(*LS(), alpha=-0.1), V, r"alpha"),
@@ -526,21 +670,35 @@ BAD_INPUTS: dict[str, list] = {
     "torch_label_smoothing": [
         c("alpha-range:alpha=-0.1", lambda: D.torch_label_smoothing(-0.1, 3), V, r"alpha"),
         c("range:num_classes=0", lambda: D.torch_label_smoothing(0.1, 0), V, r"num_classes"),
-        c("type:num_classes=2.5", lambda: D.torch_label_smoothing(0.1, 2.5), V, r"num_classes"),
+        c("type:num_classes=2.5", lambda: D.torch_label_smoothing(0.1, 2.5), T, r"num_classes"),
     ],
     "gils_shift": [
-        c("alpha-range:alpha=1.5", lambda: D.gils_shift(MODEL(), X(), Y(), alpha=1.5, gamma=0.1, eta=0.1, steps=1), V,
-          r"alpha"),
-        c("range:gamma=-1", lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=-1.0, eta=0.1, steps=1), V,
-          r"gamma"),
-        c("range:eta=-1", lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=-1.0, steps=1), V,
-          r"eta"),
-        c("range:steps=-1", lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=-1), V,
-          r"steps"),
-        c("shape:x vs y", lambda: D.gils_shift(MODEL(), X(6), Y(4), alpha=0.1, gamma=0.1, eta=0.1, steps=1), V,
-          r"\by\b"),
-        c("type:model=str", lambda: D.gils_shift("net", X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=1), T,
-          r"model"),
+        c(
+            "alpha-range:alpha=1.5",
+            lambda: D.gils_shift(MODEL(), X(), Y(), alpha=1.5, gamma=0.1, eta=0.1, steps=1),
+            V,
+            r"alpha",
+        ),
+        c(
+            "range:gamma=-1",
+            lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=-1.0, eta=0.1, steps=1),
+            V,
+            r"gamma",
+        ),
+        c("range:eta=-1", lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=-1.0, steps=1), V, r"eta"),
+        c(
+            "range:steps=-1",
+            lambda: D.gils_shift(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=-1),
+            V,
+            r"steps",
+        ),
+        c(
+            "shape:x vs y",
+            lambda: D.gils_shift(MODEL(), X(6), Y(4), alpha=0.1, gamma=0.1, eta=0.1, steps=1),
+            V,
+            r"\by\b",
+        ),
+        c("type:model=str", lambda: D.gils_shift("net", X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=1), T, r"model"),
     ],
     "GILSStrategy": [
         c("alpha-range:alpha=1.5", lambda: D.GILSStrategy(alpha=1.5), V, r"alpha"),
@@ -552,35 +710,42 @@ BAD_INPUTS: dict[str, list] = {
     "LabelSmoothingStrategy": [
         c("alpha-range:alpha=-0.1", lambda: D.LabelSmoothingStrategy(alpha=-0.1), V, r"alpha"),
         c("alpha-range:alpha=1.5", lambda: D.LabelSmoothingStrategy(alpha=1.5), V, r"alpha"),
-        c("type:alpha='0.1'", lambda: D.LabelSmoothingStrategy(alpha="0.1"), V, r"alpha"),
+        c("type:alpha='0.1'", lambda: D.LabelSmoothingStrategy(alpha="0.1"), T, r"alpha"),
     ],
     "MixupStrategy": [
         c("range:beta_param=0", lambda: D.MixupStrategy(beta_param=0.0), V, r"beta_param"),
-        c("type:beta_param='1'", lambda: D.MixupStrategy(beta_param="1"), V, r"beta_param"),
+        c("type:beta_param='1'", lambda: D.MixupStrategy(beta_param="1"), T, r"beta_param"),
     ],
     "CutMixStrategy": [
         c("range:beta_param=-1", lambda: D.CutMixStrategy(beta_param=-1.0), V, r"beta_param"),
-        c("type:beta_param='1'", lambda: D.CutMixStrategy(beta_param="1"), V, r"beta_param"),
+        c("type:beta_param='1'", lambda: D.CutMixStrategy(beta_param="1"), T, r"beta_param"),
     ],
     "CutoutStrategy": [
         c("range:size=0", lambda: D.CutoutStrategy(size=0), V, r"size"),
-        c("type:size=2.5", lambda: D.CutoutStrategy(size=2.5), V, r"size"),
+        c("type:size=2.5", lambda: D.CutoutStrategy(size=2.5), T, r"size"),
     ],
     "AttackAugmentStrategy": [
         c("name:attack=cw", lambda: D.AttackAugmentStrategy(attack="cw"), V, r"attack"),
         c("eps<0:eps=-0.1", lambda: D.AttackAugmentStrategy(eps=-0.1), V, r"eps"),
         c("range:steps=0", lambda: D.AttackAugmentStrategy(steps=0), V, r"steps"),
-        c("alpha-range:label_smoothing=1.5", lambda: D.AttackAugmentStrategy(label_smoothing=1.5), V,
-          r"label_smoothing"),
+        c(
+            "alpha-range:label_smoothing=1.5",
+            lambda: D.AttackAugmentStrategy(label_smoothing=1.5),
+            V,
+            r"label_smoothing",
+        ),
     ],
     "tune": [
         c("range:n_trials=0", lambda: D.tune(lambda p: 0.0, n_trials=0), V, r"n_trials"),
-        c("type:n_trials=2.5", lambda: D.tune(lambda p: 0.0, n_trials=2.5), V, r"n_trials"),
+        c("type:n_trials=2.5", lambda: D.tune(lambda p: 0.0, n_trials=2.5), T, r"n_trials"),
         c("name:sampler=grid", lambda: D.tune(lambda p: 0.0, n_trials=1, sampler="grid"), V, r"sampler"),
-        c("name:direction=sideways", lambda: D.tune(lambda p: 0.0, n_trials=1, direction="sideways"), V,
-          r"direction"),
-        c("range:space bounds reversed", lambda: D.tune(lambda p: 0.0, {"alpha": ("float", 0.5, 0.0)}, n_trials=1), V,
-          r"space"),
+        c("name:direction=sideways", lambda: D.tune(lambda p: 0.0, n_trials=1, direction="sideways"), V, r"direction"),
+        c(
+            "range:space bounds reversed",
+            lambda: D.tune(lambda p: 0.0, {"alpha": ("float", 0.5, 0.0)}, n_trials=1),
+            V,
+            r"space",
+        ),
         c("empty:space={}", lambda: D.tune(lambda p: 0.0, {}, n_trials=1), V, r"space"),
         c("type:objective not callable", lambda: D.tune(3, n_trials=1), T, r"objective"),
     ],
@@ -589,14 +754,30 @@ BAD_INPUTS: dict[str, list] = {
         c("empty:data_source=0", lambda: D.HardnessWeightedSampler(0, 2, device="cpu"), V, r"data_source|dataset"),
         c("range:batch_size=0", lambda: D.HardnessWeightedSampler(8, 0, device="cpu"), V, r"batch_size"),
         c("beta<0:beta=-1", lambda: D.HardnessWeightedSampler(8, 2, beta=-1.0, device="cpu"), V, r"beta"),
-        c("name:divergence=tv", lambda: D.HardnessWeightedSampler(8, 2, divergence="tv", device="cpu"), V,
-          r"divergence"),
-        c("range:prob_floor=1.5", lambda: D.HardnessWeightedSampler(8, 2, prob_floor=1.5, device="cpu"), V,
-          r"prob_floor"),
-        c("range:history_momentum=1.5", lambda: D.HardnessWeightedSampler(8, 2, history_momentum=1.5, device="cpu"),
-          V, r"history_momentum"),
-        c("range:rank=world_size", lambda: D.HardnessWeightedSampler(8, 2, world_size=2, rank=2, device="cpu"), V,
-          r"rank"),
+        c(
+            "name:divergence=tv",
+            lambda: D.HardnessWeightedSampler(8, 2, divergence="tv", device="cpu"),
+            V,
+            r"divergence",
+        ),
+        c(
+            "range:prob_floor=1.5",
+            lambda: D.HardnessWeightedSampler(8, 2, prob_floor=1.5, device="cpu"),
+            V,
+            r"prob_floor",
+        ),
+        c(
+            "range:history_momentum=1.5",
+            lambda: D.HardnessWeightedSampler(8, 2, history_momentum=1.5, device="cpu"),
+            V,
+            r"history_momentum",
+        ),
+        c(
+            "range:rank=world_size",
+            lambda: D.HardnessWeightedSampler(8, 2, world_size=2, rank=2, device="cpu"),
+            V,
+            r"rank",
+        ),
         c("type:batch_size=2.5", lambda: D.HardnessWeightedSampler(8, 2.5, device="cpu"), T, r"batch_size"),
     ],
     "ImportanceSampler": [
@@ -604,29 +785,57 @@ BAD_INPUTS: dict[str, list] = {
         c("range:batch_size=0", lambda: D.ImportanceSampler(8, 0, device="cpu"), V, r"batch_size"),
         c("name:scheme=random", lambda: D.ImportanceSampler(8, 2, scheme="random", device="cpu"), V, r"scheme"),
         c("alpha-range:alpha=1.5", lambda: D.ImportanceSampler(8, 2, alpha=1.5, device="cpu"), V, r"alpha"),
-        c("nan-inf:nan scores_init", lambda: D.ImportanceSampler(5, 2, scores_init=NAN(), device="cpu"), V,
-          r"scores_init"),
-        c("shape:scores_init length", lambda: D.ImportanceSampler(8, 2, scores_init=L(5), device="cpu"), V,
-          r"scores_init"),
+        c(
+            "nan-inf:nan scores_init",
+            lambda: D.ImportanceSampler(5, 2, scores_init=NAN(), device="cpu"),
+            V,
+            r"scores_init",
+        ),
+        c(
+            "shape:scores_init length",
+            lambda: D.ImportanceSampler(8, 2, scores_init=L(5), device="cpu"),
+            V,
+            r"scores_init",
+        ),
     ],
     # ---------------------------------------------------------------- pergrad.py
     "per_sample_grad_norms": [
-        c("name:method=magic", lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(), Y(),
-                                                               method="magic"), V, r"method"),
-        c("shape:x vs y", lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(6), Y(4)), V,
-          r"\by\b"),
-        c("type:model=str", lambda: D.per_sample_grad_norms("net", torch.nn.functional.cross_entropy, X(), Y()), T,
-          r"model"),
-        c("range:chunk_size=0", lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(), Y(),
-                                                                chunk_size=0), V, r"chunk_size"),
+        c(
+            "name:method=magic",
+            lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(), Y(), method="magic"),
+            V,
+            r"method",
+        ),
+        c(
+            "shape:x vs y",
+            lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(6), Y(4)),
+            V,
+            r"\by\b",
+        ),
+        c(
+            "type:model=str",
+            lambda: D.per_sample_grad_norms("net", torch.nn.functional.cross_entropy, X(), Y()),
+            T,
+            r"model",
+        ),
+        c(
+            "range:chunk_size=0",
+            lambda: D.per_sample_grad_norms(MODEL(), torch.nn.functional.cross_entropy, X(), Y(), chunk_size=0),
+            V,
+            r"chunk_size",
+        ),
         c("type:loss_fn=str", lambda: D.per_sample_grad_norms(MODEL(), "ce", X(), Y()), T, r"loss_fn"),
     ],
     "logit_grad_norms": [
         c("shape:logits vs y", lambda: D.logit_grad_norms(LS(3)[0], Y(2)), V, r"\by\b"),
         c("nan-inf:nan logits", lambda: D.logit_grad_norms(torch.full((3, 3), math.nan), Y(3)), V, r"logits"),
         c("range:label >= classes", lambda: D.logit_grad_norms(LS(3)[0], torch.tensor([0, 1, 7])), V, r"\by\b"),
-        c("device:y on meta", lambda: D.logit_grad_norms(LS(3)[0], torch.zeros(3, dtype=torch.long, device="meta")),
-          V, r"device"),
+        c(
+            "device:y on meta",
+            lambda: D.logit_grad_norms(LS(3)[0], torch.zeros(3, dtype=torch.long, device="meta")),
+            V,
+            r"device",
+        ),
     ],
     "last_layer_grad_norms": [
         c("type:model=str", lambda: D.last_layer_grad_norms("net", X(), Y()), T, r"model"),
@@ -636,19 +845,26 @@ BAD_INPUTS: dict[str, list] = {
     "sampling_quality": [
         c("shape:p vs grad_norms", lambda: D.sampling_quality(torch.ones(3) / 3, torch.ones(4)), V, r"grad_norms"),
         c("range:negative p", lambda: D.sampling_quality(torch.tensor([1.5, -0.5]), torch.ones(2)), V, r"\bp\b"),
-        c("nan-inf:nan grad_norms", lambda: D.sampling_quality(torch.ones(2) / 2, torch.tensor([1.0, math.nan])), V,
-          r"grad_norms"),
+        c(
+            "nan-inf:nan grad_norms",
+            lambda: D.sampling_quality(torch.ones(2) / 2, torch.tensor([1.0, math.nan])),
+            V,
+            r"grad_norms",
+        ),
         c("empty:no entries", lambda: D.sampling_quality(torch.zeros(0), torch.zeros(0)), V, r"\bp\b"),
     ],
     # ---------------------------------------------------------------- data.py
     "ArrayDataset": [
-        c("empty:no examples", lambda: D.ArrayDataset(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long)), V,
-          r"\bx\b"),
+        c(
+            "empty:no examples",
+            lambda: D.ArrayDataset(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long)),
+            V,
+            r"\bx\b",
+        ),
         c("shape:x vs y", lambda: D.ArrayDataset(X(6), Y(5)), V, r"\by\b"),
         c("type:float labels", lambda: D.ArrayDataset(X(3), torch.tensor([0.0, 1.0, 0.5])), T, r"\by\b"),
         c("range:negative label", lambda: D.ArrayDataset(X(2), torch.tensor([0, -1])), V, r"\by\b"),
-        c("groups:groups length", lambda: D.ArrayDataset(X(6), Y(6), torch.zeros(5, dtype=torch.long)), V,
-          r"groups"),
+        c("groups:groups length", lambda: D.ArrayDataset(X(6), Y(6), torch.zeros(5, dtype=torch.long)), V, r"groups"),
         c("groups:negative group id", lambda: D.ArrayDataset(X(2), Y(2), torch.tensor([0, -1])), V, r"groups"),
         c("range:num_classes too small", lambda: D.ArrayDataset(X(6), Y(6), num_classes=2), V, r"num_classes"),
         c("groups:num_groups too small", lambda: D.ArrayDataset(X(6), Y(6), Y(6), num_groups=1), V, r"num_groups"),
@@ -662,12 +878,16 @@ BAD_INPUTS: dict[str, list] = {
         c("range:size=0", lambda: D.load_digits(size=0), V, r"size"),
         c("range:test_fraction=1.5", lambda: D.load_digits(test_fraction=1.5), V, r"test_fraction"),
         c("type:seed='0'", lambda: D.load_digits(seed="0"), T, r"seed"),
-        c("type:size=8.5", lambda: D.load_digits(size=8.5), V, r"size"),
+        c("type:size=8.5", lambda: D.load_digits(size=8.5), T, r"size"),
     ],
     "make_minority_blobs": [
         c("empty:n=0", lambda: D.make_minority_blobs(0), V, r"\bn\b"),
-        c("range:minority_fraction=1.5", lambda: D.make_minority_blobs(100, minority_fraction=1.5), V,
-          r"minority_fraction"),
+        c(
+            "range:minority_fraction=1.5",
+            lambda: D.make_minority_blobs(100, minority_fraction=1.5),
+            V,
+            r"minority_fraction",
+        ),
         c("range:noise=-1", lambda: D.make_minority_blobs(100, noise=-1.0), V, r"noise"),
         c("empty:test_size=0", lambda: D.make_minority_blobs(100, test_size=0), V, r"test_size"),
         c("type:n=100.5", lambda: D.make_minority_blobs(100.5), T, r"\bn\b"),
@@ -679,8 +899,12 @@ BAD_INPUTS: dict[str, list] = {
     ],
     "make_imbalanced": [
         c("type:dataset=list", lambda: D.make_imbalanced([1, 2], classes=0, keep_fraction=0.5), T, r"dataset"),
-        c("range:keep_fraction=1.5", lambda: D.make_imbalanced(DS(), classes=0, keep_fraction=1.5), V,
-          r"keep_fraction"),
+        c(
+            "range:keep_fraction=1.5",
+            lambda: D.make_imbalanced(DS(), classes=0, keep_fraction=1.5),
+            V,
+            r"keep_fraction",
+        ),
         c("range:unknown class 99", lambda: D.make_imbalanced(DS(), classes=[99], keep_fraction=0.5), V, r"classes"),
     ],
     "split_dataset": [
@@ -690,8 +914,12 @@ BAD_INPUTS: dict[str, list] = {
     ],
     "assign_groups": [
         c("groups:groups length", lambda: D.assign_groups(DS(12), torch.zeros(5, dtype=torch.long)), V, r"groups"),
-        c("groups:num_groups too small", lambda: D.assign_groups(DS(12), torch.arange(12) % 3, num_groups=2), V,
-          r"num_groups"),
+        c(
+            "groups:num_groups too small",
+            lambda: D.assign_groups(DS(12), torch.arange(12) % 3, num_groups=2),
+            V,
+            r"num_groups",
+        ),
         c("type:float groups", lambda: D.assign_groups(DS(12), torch.rand(12)), T, r"groups"),
         c("type:dataset=list", lambda: D.assign_groups([1, 2], [0, 1]), T, r"dataset"),
     ],
@@ -718,7 +946,7 @@ BAD_INPUTS: dict[str, list] = {
     "LogisticRegression": [
         c("range:in_features=0", lambda: D.LogisticRegression(0, 3), V, r"in_features"),
         c("range:num_classes=0", lambda: D.LogisticRegression(4, 0), V, r"num_classes"),
-        c("type:in_features=2.5", lambda: D.LogisticRegression(2.5, 3), V, r"in_features"),
+        c("type:in_features=2.5", lambda: D.LogisticRegression(2.5, 3), T, r"in_features"),
     ],
     "MLP": [
         c("range:hidden=(-4,)", lambda: D.MLP(4, 3, hidden=(-4,)), V, r"hidden"),
@@ -730,7 +958,7 @@ BAD_INPUTS: dict[str, list] = {
         c("range:num_classes=0", lambda: D.DigitsCNN(0), V, r"num_classes"),
         c("range:image_size=0", lambda: D.DigitsCNN(image_size=0), V, r"image_size"),
         c("range:width=0", lambda: D.DigitsCNN(width=0), V, r"width"),
-        c("type:in_channels=1.5", lambda: D.DigitsCNN(in_channels=1.5), V, r"in_channels"),
+        c("type:in_channels=1.5", lambda: D.DigitsCNN(in_channels=1.5), T, r"in_channels"),
     ],
     "SmallCNN": [
         c("range:num_classes=0", lambda: D.SmallCNN(0), V, r"num_classes"),
@@ -770,27 +998,38 @@ BAD_INPUTS: dict[str, list] = {
         c("range:batch_size=0", lambda: D.run_comparison(["ERM"], batch_size=0, progress=False), V, r"batch_size"),
         c("range:lr=-1", lambda: D.run_comparison(["ERM"], lr=-1.0, progress=False), V, r"\blr\b"),
         c("beta<0:beta=-1", lambda: D.run_comparison(["ERM"], beta=-1.0, progress=False), V, r"beta"),
-        c("alpha-range:cvar_alpha=1.5", lambda: D.run_comparison(["ERM"], cvar_alpha=1.5, progress=False), V,
-          r"cvar_alpha"),
-        c("alpha-range:is_alpha=-0.1", lambda: D.run_comparison(["ERM"], is_alpha=-0.1, progress=False), V,
-          r"is_alpha"),
+        c(
+            "alpha-range:cvar_alpha=1.5",
+            lambda: D.run_comparison(["ERM"], cvar_alpha=1.5, progress=False),
+            V,
+            r"cvar_alpha",
+        ),
+        c(
+            "alpha-range:is_alpha=-0.1",
+            lambda: D.run_comparison(["ERM"], is_alpha=-0.1, progress=False),
+            V,
+            r"is_alpha",
+        ),
         c("eps<0:eps=-0.1", lambda: D.run_comparison(["ERM"], eps=-0.1, progress=False), V, r"eps"),
         c("name:device=tpu", lambda: D.run_comparison(["ERM"], device="tpu", progress=False), V, r"device"),
-        c("type:data=list", lambda: D.run_comparison(["ERM"], data=[1, 2, 3], progress=False), V, r"data"),
-        c("groups:data without groups", lambda: D.run_comparison(["ERM"], data=(DS(groups=False), DS(groups=False)),
-                                                                 progress=False), V, r"data"),
+        c("type:data=str", lambda: D.run_comparison(["ERM"], data="digits", progress=False), T, r"data"),
+        c(
+            "groups:data without groups",
+            lambda: D.run_comparison(["ERM"], data=(DS(groups=False), DS(groups=False)), progress=False),
+            V,
+            r"data",
+        ),
     ],
     "summarise": [
         c("empty:rows=[]", lambda: D.summarise([]), V, r"rows"),
         c("shape:row lacks keys", lambda: D.summarise([{"method": "ERM"}]), V, r"rows"),
         c("type:reference=3", lambda: D.summarise(ROWS(), reference=3), T, r"reference"),
-        c("type:rows=3", lambda: D.summarise(3), V, r"rows"),
+        c("type:rows=3", lambda: D.summarise(3), T, r"rows"),
     ],
     "pareto_front": [
         c("empty:summary=[]", lambda: D.pareto_front([]), V, r"summary"),
         c("name:x=foo", lambda: D.pareto_front(SUMMARY(), x="foo"), V, r"foo"),
-        c("nan-inf:nan value", lambda: D.pareto_front([{**s, "avg_acc": math.nan} for s in SUMMARY()]), V,
-          r"summary"),
+        c("nan-inf:nan value", lambda: D.pareto_front([{**s, "avg_acc": math.nan} for s in SUMMARY()]), V, r"summary"),
     ],
     "paired_differences": [
         c("empty:rows=[]", lambda: D.paired_differences([]), V, r"rows"),
@@ -827,11 +1066,13 @@ def TOY():
 
 
 def ATTACK_TOY(**kw):
-    args = dict(grid_x=[0.0, 1.0], grid_y=[0.0, 1.0], grid_prob=np.zeros((2, 2)), points=np.zeros((2, 2)),
-                labels=[0, 1])
+    args = dict(
+        grid_x=[0.0, 1.0], grid_y=[0.0, 1.0], grid_prob=np.zeros((2, 2)), points=np.zeros((2, 2)), labels=[0, 1]
+    )
     args.update(kw)
-    return VZ().attack_toy_figure(args.pop("grid_x"), args.pop("grid_y"), args.pop("grid_prob"), args.pop("points"),
-                                  args.pop("labels"), **args)
+    return VZ().attack_toy_figure(
+        args.pop("grid_x"), args.pop("grid_y"), args.pop("grid_prob"), args.pop("points"), args.pop("labels"), **args
+    )
 
 
 VIZ_BAD_INPUTS: dict[str, list] = {
@@ -851,34 +1092,54 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "decision_boundary_figure": [
         c("shape:3-D inputs", lambda: VZ().decision_boundary_figure({"m": TOY()[0]}, X(6, 3), Y(6)), V, r"\bx\b"),
-        c("range:resolution=1", lambda: VZ().decision_boundary_figure({"m": TOY()[0]}, *TOY()[1:], resolution=1), V,
-          r"resolution"),
+        c(
+            "range:resolution=1",
+            lambda: VZ().decision_boundary_figure({"m": TOY()[0]}, *TOY()[1:], resolution=1),
+            V,
+            r"resolution",
+        ),
         c("empty:models={}", lambda: VZ().decision_boundary_figure({}, *TOY()[1:]), V, r"models"),
         c("type:model=str", lambda: VZ().decision_boundary_figure({"m": "net"}, *TOY()[1:]), T, r"models"),
     ],
     "tradeoff_figure": [
         c("empty:rows=[]", lambda: VZ().tradeoff_figure([]), V, r"rows"),
-        c("name:x=gamma", lambda: VZ().tradeoff_figure([{"method": "a", "beta": 1.0, "accuracy": 0.5,
-                                                         "worst_group_accuracy": 0.4}], x="gamma"), V, r"gamma"),
+        c(
+            "name:x=gamma",
+            lambda: VZ().tradeoff_figure(
+                [{"method": "a", "beta": 1.0, "accuracy": 0.5, "worst_group_accuracy": 0.4}], x="gamma"
+            ),
+            V,
+            r"gamma",
+        ),
     ],
     "history_figure": [
         c("empty:histories={}", lambda: VZ().history_figure({}, "test_accuracy"), V, r"histories"),
-        c("name:metric=foo", lambda: VZ().history_figure({"a": D.History(records=[{"epoch": 1, "acc": 0.5}])}, "foo"),
-          V, r"metric"),
+        c(
+            "name:metric=foo",
+            lambda: VZ().history_figure({"a": D.History(records=[{"epoch": 1, "acc": 0.5}])}, "foo"),
+            V,
+            r"metric",
+        ),
     ],
     "summarize_runs": [
         c("empty:rows=[]", lambda: VZ().summarize_runs([], by=["method"], metrics=["acc"]), V, r"rows"),
-        c("name:metric=foo", lambda: VZ().summarize_runs([{"method": "a", "acc": 1.0}], by=["method"],
-                                                         metrics=["foo"]), V, r"metrics|foo"),
+        c(
+            "name:metric=foo",
+            lambda: VZ().summarize_runs([{"method": "a", "acc": 1.0}], by=["method"], metrics=["foo"]),
+            V,
+            r"metrics|foo",
+        ),
     ],
     "weights_for_knobs": [
         c("beta<0:beta=-1", lambda: VZ().weights_for_knobs(NP(), beta=-1.0, radius=0.1, alpha=0.2), V, r"beta"),
-        c("radius<0:radius=-1", lambda: VZ().weights_for_knobs(NP(), beta=1.0, radius=-1.0, alpha=0.2), V,
-          r"radius"),
-        c("alpha-range:alpha=1.5", lambda: VZ().weights_for_knobs(NP(), beta=1.0, radius=0.1, alpha=1.5), V,
-          r"alpha"),
-        c("nan-inf:nan loss", lambda: VZ().weights_for_knobs(np.array([0.1, np.nan]), beta=1.0, radius=0.1,
-                                                             alpha=0.2), V, r"losses"),
+        c("radius<0:radius=-1", lambda: VZ().weights_for_knobs(NP(), beta=1.0, radius=-1.0, alpha=0.2), V, r"radius"),
+        c("alpha-range:alpha=1.5", lambda: VZ().weights_for_knobs(NP(), beta=1.0, radius=0.1, alpha=1.5), V, r"alpha"),
+        c(
+            "nan-inf:nan loss",
+            lambda: VZ().weights_for_knobs(np.array([0.1, np.nan]), beta=1.0, radius=0.1, alpha=0.2),
+            V,
+            r"losses",
+        ),
     ],
     "history_curves": [
         c("empty:histories=[]", lambda: VZ().history_curves([], "acc"), V, r"histories"),
@@ -894,8 +1155,7 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     "sampling_summary": [
         c("shape:q vs labels", lambda: VZ().sampling_summary(NP(5), [0, 1]), V, r"\bq\b"),
         c("range:negative q", lambda: VZ().sampling_summary([-0.5, 1.5], [0, 1]), V, r"\bq\b"),
-        c("groups:minority class 7", lambda: VZ().sampling_summary([0.5, 0.5], [0, 1], minority=7), V,
-          r"minority"),
+        c("groups:minority class 7", lambda: VZ().sampling_summary([0.5, 0.5], [0, 1], minority=7), V, r"minority"),
         c("range:batch_size=0", lambda: VZ().sampling_summary([0.5, 0.5], [0, 1], batch_size=0), V, r"batch_size"),
     ],
     "sampling_figure": [
@@ -903,8 +1163,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "hws_sampling_figure": [
         c("beta<0:beta=-1", lambda: VZ().hws_sampling_figure(NP(4), [0, 1, 0, 1], beta=-1.0), V, r"beta"),
-        c("name:divergence=tv", lambda: VZ().hws_sampling_figure(NP(4), [0, 1, 0, 1], beta=1.0, divergence="tv"), V,
-          r"divergence"),
+        c(
+            "name:divergence=tv",
+            lambda: VZ().hws_sampling_figure(NP(4), [0, 1, 0, 1], beta=1.0, divergence="tv"),
+            V,
+            r"divergence",
+        ),
         c("shape:losses vs labels", lambda: VZ().hws_sampling_figure(NP(4), [0, 1], beta=1.0), V, r"labels"),
     ],
     "age_survival": [
@@ -925,8 +1189,7 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "is_estimator_stats": [
         c("shape:gram vs p", lambda: VZ().is_estimator_stats(np.eye(3), [0.5, 0.5]), V, r"gram"),
-        c("range:batch_size=0", lambda: VZ().is_estimator_stats(np.eye(2), [0.5, 0.5], batch_size=0), V,
-          r"batch_size"),
+        c("range:batch_size=0", lambda: VZ().is_estimator_stats(np.eye(2), [0.5, 0.5], batch_size=0), V, r"batch_size"),
         c("range:p has a zero", lambda: VZ().is_estimator_stats(np.eye(2), [1.0, 0.0]), V, r"\bp\b"),
     ],
     "is_variance_figure": [
@@ -967,12 +1230,20 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("range:top=0", lambda: VZ().pi_trajectory_figure(np.ones((3, 2)) / 2, top=0), V, r"top"),
     ],
     "method_sweep_figure": [
-        c("shape:results columns", lambda: VZ().method_sweep_figure([1, 2], {"a": np.zeros((1, 3))}, x_title="x",
-                                                                    y_title="y"), V, r"results"),
+        c(
+            "shape:results columns",
+            lambda: VZ().method_sweep_figure([1, 2], {"a": np.zeros((1, 3))}, x_title="x", y_title="y"),
+            V,
+            r"results",
+        ),
     ],
     "method_tradeoff_figure": [
-        c("name:methods differ", lambda: VZ().method_tradeoff_figure({"a": [1.0]}, {"b": [1.0]}), V,
-          r"average and worst"),
+        c(
+            "name:methods differ",
+            lambda: VZ().method_tradeoff_figure({"a": [1.0]}, {"b": [1.0]}),
+            V,
+            r"average and worst",
+        ),
     ],
     "done_weight_stats": [
         c("empty:weights=[]", lambda: VZ().done_weight_stats([]), V, r"weights"),
@@ -989,8 +1260,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "per_class_robust_figure": [
         c("empty:per_class={}", lambda: VZ().per_class_robust_figure({}), V, r"per_class"),
-        c("range:highlight_worst=-1", lambda: VZ().per_class_robust_figure({"a": [[0.5, 0.6]]}, highlight_worst=-1),
-          V, r"highlight_worst"),
+        c(
+            "range:highlight_worst=-1",
+            lambda: VZ().per_class_robust_figure({"a": [[0.5, 0.6]]}, highlight_worst=-1),
+            V,
+            r"highlight_worst",
+        ),
     ],
     "attack_gap_figure": [
         c("name:methods differ", lambda: VZ().attack_gap_figure({"a": [0.5]}, {"b": [0.4]}), V, r"pgd and autoattack"),
@@ -1000,14 +1275,21 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("radius<0:r_values=-1", lambda: VZ().r_schedule_figure([1, 2], [1.0, -1.0]), V, r"r_values"),
     ],
     "shift_field_figure": [
-        c("shape:shifted rows", lambda: VZ().shift_field_figure(np.zeros((3, 2)), {"a": np.zeros((2, 2))}, [0, 1, 0]),
-          V, r"shifted"),
-        c("shape:labels length", lambda: VZ().shift_field_figure(np.zeros((3, 2)), {"a": np.zeros((3, 2))}, [0, 1]),
-          V, r"labels"),
+        c(
+            "shape:shifted rows",
+            lambda: VZ().shift_field_figure(np.zeros((3, 2)), {"a": np.zeros((2, 2))}, [0, 1, 0]),
+            V,
+            r"shifted",
+        ),
+        c(
+            "shape:labels length",
+            lambda: VZ().shift_field_figure(np.zeros((3, 2)), {"a": np.zeros((3, 2))}, [0, 1]),
+            V,
+            r"labels",
+        ),
     ],
     "transport_vs_gamma_figure": [
-        c("range:gammas=[-1, 1]", lambda: VZ().transport_vs_gamma_figure([-1.0, 1.0], {"a": [1.0, 2.0]}), V,
-          r"gammas"),
+        c("range:gammas=[-1, 1]", lambda: VZ().transport_vs_gamma_figure([-1.0, 1.0], {"a": [1.0, 2.0]}), V, r"gammas"),
         c("shape:costs length", lambda: VZ().transport_vs_gamma_figure([0.1, 1.0], {"a": [1.0]}), V, r"costs"),
     ],
     "ls_regularizer_values": [
@@ -1019,10 +1301,18 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("shape:values length", lambda: VZ().regularizer_figure([0.5, 0.6], {0.1: [1.0]}), V, r"values"),
     ],
     "generated_images_figure": [
-        c("shape:x vs x_shifted", lambda: VZ().generated_images_figure(np.zeros((2, 1, 4, 4)), np.zeros((3, 1, 4, 4))),
-          V, r"x_shifted"),
-        c("range:n=0", lambda: VZ().generated_images_figure(np.zeros((2, 1, 4, 4)), np.zeros((2, 1, 4, 4)), n=0), V,
-          r"\bn\b"),
+        c(
+            "shape:x vs x_shifted",
+            lambda: VZ().generated_images_figure(np.zeros((2, 1, 4, 4)), np.zeros((3, 1, 4, 4))),
+            V,
+            r"x_shifted",
+        ),
+        c(
+            "range:n=0",
+            lambda: VZ().generated_images_figure(np.zeros((2, 1, 4, 4)), np.zeros((2, 1, 4, 4)), n=0),
+            V,
+            r"\bn\b",
+        ),
     ],
     "cost_vs_T_figure": [
         c("empty:one T value", lambda: VZ().cost_vs_T_figure([1], [1.0]), V, r"\bT"),
@@ -1034,8 +1324,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "comparison_figure": [
         c("empty:summary=[]", lambda: VZ().comparison_figure([]), V, r"summary"),
-        c("name:front names unknown method", lambda: VZ().comparison_figure(D.summarise(ROWS()), front=["foo"]), V,
-          r"front"),
+        c(
+            "name:front names unknown method",
+            lambda: VZ().comparison_figure(D.summarise(ROWS()), front=["foo"]),
+            V,
+            r"front",
+        ),
     ],
     # ---------------------------------------------------------------- widgets.py
     "beta_slider": [
@@ -1146,8 +1440,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "comparison_panel": [
         c("empty:methods=[]", lambda: WG().comparison_panel(lambda **k: None, []), V, r"methods"),
-        c("name:selected unknown", lambda: WG().comparison_panel(lambda **k: None, ["ERM"], selected=["foo"]), V,
-          r"selected"),
+        c(
+            "name:selected unknown",
+            lambda: WG().comparison_panel(lambda **k: None, ["ERM"], selected=["foo"]),
+            V,
+            r"selected",
+        ),
         c("beta<0:beta=-1", lambda: WG().comparison_panel(lambda **k: None, ["ERM"], beta=-1.0), V, r"beta|β"),
         c("type:run_fn=3", lambda: WG().comparison_panel(3, ["ERM"]), T, r"run_fn"),
     ],
@@ -1162,6 +1460,7 @@ NO_INPUT = {
     "GILS_SEARCH_SPACE": "a constant read-only search space (tune's default; tune validates a given space)",
     "METHODS": "a constant read-only method registry",
     "Strategy": "the strategy base class: its constructor takes no arguments",
+    "Batch": "a named tuple (x, y, groups) that Strategy.transform returns; fit checks what it gets",
     "ERM": "no constructor arguments",
     "UpsamplingStrategy": "no constructor arguments",
     "StaticWeightsStrategy": "no constructor arguments",
@@ -1189,11 +1488,25 @@ def test_every_public_name_is_covered():
     in_both = set(BAD_INPUTS) & set(NO_INPUT)
     assert not in_both, f"in both BAD_INPUTS and NO_INPUT: {sorted(in_both)}"
     missing = public - set(BAD_INPUTS) - set(NO_INPUT)
-    assert not missing, (f"public names with no bad-input cases: {sorted(missing)}; add them to BAD_INPUTS "
-                         "in tests/test_bad_inputs.py (or to NO_INPUT with a reason)")
+    assert not missing, (
+        f"public names with no bad-input cases: {sorted(missing)}; add them to BAD_INPUTS "
+        "in tests/test_bad_inputs.py (or to NO_INPUT with a reason)"
+    )
     stale = (set(BAD_INPUTS) | set(NO_INPUT)) - public
     assert not stale, f"names in the tables that are no longer public: {sorted(stale)}"
     assert all(BAD_INPUTS[name] for name in BAD_INPUTS), "every BAD_INPUTS entry needs at least one case"
+
+
+def test_a_wrong_type_is_a_type_error():
+    """The one rule of dro_lab._validation: TypeError for a value of the wrong type, ValueError for a bad value."""
+    wrong = [
+        f"{name}[{case[0]}]"
+        for table in (BAD_INPUTS, VIZ_BAD_INPUTS)
+        for name, cases in table.items()
+        for case in cases
+        if case[0].startswith("type:") and case[2] is not TypeError
+    ]
+    assert not wrong, f"type cases that expect another exception than TypeError: {wrong}"
 
 
 @pytest.mark.parametrize("module", ["viz", "widgets"])
@@ -1202,8 +1515,10 @@ def test_every_viz_and_widgets_name_is_covered(module):
     public = set(mod.__all__)
     tables = set(VIZ_BAD_INPUTS) | set(VIZ_NO_INPUT)
     missing = public - tables
-    assert not missing, (f"public names of dro_lab.{module} with no bad-input cases: {sorted(missing)}; add them to "
-                         "VIZ_BAD_INPUTS in tests/test_bad_inputs.py (or to VIZ_NO_INPUT with a reason)")
+    assert not missing, (
+        f"public names of dro_lab.{module} with no bad-input cases: {sorted(missing)}; add them to "
+        "VIZ_BAD_INPUTS in tests/test_bad_inputs.py (or to VIZ_NO_INPUT with a reason)"
+    )
     assert not set(VIZ_BAD_INPUTS) & set(VIZ_NO_INPUT)
     import dro_lab.viz as viz
     import dro_lab.widgets as widgets
@@ -1218,7 +1533,8 @@ def test_bad_input_is_rejected(name, label, call, exc, match):
         call()
     err = info.value
     assert type(err) is exc or isinstance(err, exc), (
-        f"{name} with {label}: expected {exc.__name__}, got {type(err).__name__}: {err}")
+        f"{name} with {label}: expected {exc.__name__}, got {type(err).__name__}: {err}"
+    )
     assert re.search(match, str(err)), f"{name} with {label}: message {str(err)!r} does not name {match!r}"
 
 
@@ -1230,10 +1546,16 @@ def summary() -> dict:
         per_category[p.values[1].split(":")[0]] += 1
         per_exception[p.values[3].__name__] += 1
         pending += bool(p.marks)
-    return {"names_with_cases": N_NAMES, "top_level_names_with_cases": len(BAD_INPUTS),
-            "viz_widgets_names_with_cases": len(VIZ_BAD_INPUTS),
-            "names_without_input": len(NO_INPUT) + len(VIZ_NO_INPUT), "cases": N_CASES, "pending": pending,
-            "per_exception": dict(sorted(per_exception.items())), "per_category": dict(sorted(per_category.items()))}
+    return {
+        "names_with_cases": N_NAMES,
+        "top_level_names_with_cases": len(BAD_INPUTS),
+        "viz_widgets_names_with_cases": len(VIZ_BAD_INPUTS),
+        "names_without_input": len(NO_INPUT) + len(VIZ_NO_INPUT),
+        "cases": N_CASES,
+        "pending": pending,
+        "per_exception": dict(sorted(per_exception.items())),
+        "per_category": dict(sorted(per_category.items())),
+    }
 
 
 def test_summary_counts_every_category():

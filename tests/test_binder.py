@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -40,8 +40,21 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: pinned together (plotly >= 6 builds FigureWidget on anywidget; ipywidgets 8 needs jupyterlab_widgets 3)
 FRONT_END = ("jupyterlab", "ipywidgets", "jupyterlab-widgets", "plotly", "anywidget")
 #: repo2docker configuration files that would be ignored at the root because binder/ exists
-ROOT_CONFIG = ("environment.yml", "environment.yaml", "requirements.txt", "runtime.txt", "postBuild", "apt.txt",
-               "start", "install.R", "Project.toml", "REQUIRE", "default.nix", "Dockerfile", "setup.py")
+ROOT_CONFIG = (
+    "environment.yml",
+    "environment.yaml",
+    "requirements.txt",
+    "runtime.txt",
+    "postBuild",
+    "apt.txt",
+    "start",
+    "install.R",
+    "Project.toml",
+    "REQUIRE",
+    "default.nix",
+    "Dockerfile",
+    "setup.py",
+)
 
 
 def _requirement_lines(path: Path) -> tuple[list[str], list[Requirement]]:
@@ -74,8 +87,10 @@ def _pyproject() -> dict:
 def _pyproject_ranges() -> dict[str, list[tuple[str, SpecifierSet]]]:
     """Every requirement of pyproject (dependencies and each extra): name -> [(where, specifier)]."""
     project = _pyproject()["project"]
-    groups = {"dependencies": project["dependencies"], **{f"[{k}]": v for k, v in
-                                                          project["optional-dependencies"].items()}}
+    groups = {
+        "dependencies": project["dependencies"],
+        **{f"[{k}]": v for k, v in project["optional-dependencies"].items()},
+    }
     out: dict[str, list[tuple[str, SpecifierSet]]] = {}
     self_name = canonicalize_name(project["name"])
     for where, reqs in groups.items():
@@ -91,6 +106,7 @@ BINDER_PINS = _pins(BINDER_REQS)
 
 
 # --- repo2docker conventions ---------------------------------------------------------------------
+
 
 def test_binder_folder_is_the_whole_configuration():
     assert BINDER.is_dir()
@@ -115,16 +131,19 @@ def test_postbuild_is_a_strict_executable_script():
     path = BINDER / "postBuild"
     lines = [ln.strip() for ln in path.read_text().splitlines()]
     assert re.fullmatch(r"#!\s*(/usr/bin/env bash|/bin/bash|/usr/bin/env sh|/bin/sh)", lines[0]), (
-        f"postBuild must start with a shebang, got {lines[0]!r}")
+        f"postBuild must start with a shebang, got {lines[0]!r}"
+    )
     commands = [ln for ln in lines[1:] if ln and not ln.startswith("#")]
     assert commands and re.fullmatch(r"set -(e|eu|euo pipefail|eo pipefail)", commands[0]), (
         "postBuild's first command must be `set -e` (or `set -euo pipefail`): otherwise repo2docker "
-        f"ignores its errors; got {commands[:1]!r}")
+        f"ignores its errors; got {commands[:1]!r}"
+    )
     git = shutil.which("git")
     if git is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: cannot read the file mode git records for binder/postBuild")
-    out = subprocess.run([git, "ls-files", "-s", "binder/postBuild"], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [git, "ls-files", "-s", "binder/postBuild"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     assert out.split()[:1] == ["100755"], f"binder/postBuild must be executable in git (100755), got {out!r}"
 
 
@@ -136,11 +155,13 @@ def test_postbuild_smoke_imports_the_front_end_stack():
 
 # --- requirements.txt: parse, pins, CPU torch ---------------------------------------------------
 
+
 def test_requirements_parse_and_options_are_known():
     assert BINDER_REQS, "binder/requirements.txt has no requirements"
     for line in BINDER_OPTIONS:
         assert line == f"--extra-index-url {CPU_INDEX}" or re.fullmatch(r"-e \.(\[[a-z,]+\])?", line), (
-            f"unexpected pip option line in binder/requirements.txt: {line!r}")
+            f"unexpected pip option line in binder/requirements.txt: {line!r}"
+        )
     for r in BINDER_REQS:
         specs = list(r.specifier)
         assert len(specs) == 1 and specs[0].operator == "==", f"{r} is not pinned with =="
@@ -170,7 +191,8 @@ def test_front_end_stack_is_pinned_together():
             name = canonicalize_name(want.name)
             if name in BINDER_PINS and not want.marker:
                 assert want.specifier.contains(BINDER_PINS[name], prereleases=True), (
-                    f"ipywidgets {installed} requires {want}, Binder pins {name}=={BINDER_PINS[name]}")
+                    f"ipywidgets {installed} requires {want}, Binder pins {name}=={BINDER_PINS[name]}"
+                )
     assert BINDER_PINS["ipywidgets"].major == 8 and BINDER_PINS["jupyterlab-widgets"].major == 3
 
 
@@ -182,8 +204,12 @@ def test_torch_comes_from_the_cpu_index():
 
 def test_pins_satisfy_pyproject_ranges():
     ranges = _pyproject_ranges()
-    bad = [f"{name}=={pin} vs {where} {spec}" for name, pin in BINDER_PINS.items()
-           for where, spec in ranges.get(name, []) if not spec.contains(pin, prereleases=True)]
+    bad = [
+        f"{name}=={pin} vs {where} {spec}"
+        for name, pin in BINDER_PINS.items()
+        for where, spec in ranges.get(name, [])
+        if not spec.contains(pin, prereleases=True)
+    ]
     assert not bad, "Binder pins outside pyproject.toml's ranges: " + "; ".join(bad)
     # and what the installed extras need is pinned, not left to chance
     for extra in ("viz",):
@@ -194,8 +220,11 @@ def test_pins_satisfy_pyproject_ranges():
 def test_pins_equal_the_tested_constraints():
     _, reqs = _requirement_lines(REPO / "requirements" / "constraints.txt")
     tested = _pins(reqs)
-    differ = [f"{name}: binder {pin}, constraints {tested[name]}" for name, pin in BINDER_PINS.items()
-              if name in tested and Version(pin.public) != Version(tested[name].public)]  # torch's +cpu aside
+    differ = [
+        f"{name}: binder {pin}, constraints {tested[name]}"
+        for name, pin in BINDER_PINS.items()
+        if name in tested and Version(pin.public) != Version(tested[name].public)
+    ]  # torch's +cpu aside
     assert not differ, "binder/requirements.txt and requirements/constraints.txt disagree: " + "; ".join(differ)
 
 
@@ -207,6 +236,7 @@ def test_badge_opens_jupyterlab_on_the_course():
 
 
 # --- the requirement set resolves ------------------------------------------------------------------
+
 
 def _reachable(url: str, timeout: float = 10) -> bool:
     try:
@@ -227,8 +257,20 @@ def _pip_index_answers() -> bool:
 
 
 def _dry_run(requirements: Path, report: Path) -> dict:
-    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-           "--disable-pip-version-check", "--report", str(report), "-r", str(requirements)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--report",
+        str(report),
+        "-r",
+        str(requirements),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return json.loads(report.read_text())
@@ -254,16 +296,18 @@ def test_binder_requirement_set_resolves(tmp_path):
         if line.startswith("--extra-index-url") and CPU_INDEX in line and not cpu_index_ok:
             continue
         if line.startswith("-e ."):
-            line = "-e " + str(REPO) + line[len("-e ."):]  # repo2docker runs pip from the repository root
+            line = "-e " + str(REPO) + line[len("-e .") :]  # repo2docker runs pip from the repository root
         lines.append(line)
     copy = tmp_path / "requirements.txt"
     copy.write_text("\n".join(lines) + "\n")
     report = _dry_run(copy, tmp_path / "report.json")
-    resolved = {canonicalize_name(item["metadata"]["name"]): Version(item["metadata"]["version"])
-                for item in report["install"]}
+    resolved = {
+        canonicalize_name(item["metadata"]["name"]): Version(item["metadata"]["version"]) for item in report["install"]
+    }
     for name, pin in BINDER_PINS.items():
         assert name in resolved and Version(resolved[name].public) == Version(pin.public), (
-            f"{name}: pinned {pin}, resolved {resolved.get(name)}")
+            f"{name}: pinned {pin}, resolved {resolved.get(name)}"
+        )
     assert "dro-lab" in resolved, "the repository itself (-e .[viz,course]) is not in the resolution"
     if cpu_index_ok:
         assert resolved["torch"].local == "cpu", f"torch resolved to {resolved['torch']}, not the CPU build"

@@ -16,7 +16,6 @@ import shutil
 import time
 
 import pytest
-
 from _browser import CHROMIUM_ARGS, REPO, LabServer, find_chromium
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
@@ -30,8 +29,10 @@ CHROMIUM = find_chromium()
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium at /usr/bin/chromium or on PATH "
-                       "(Debian: apt-get install -y chromium; .ci/run does this)"),
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no Chromium at /usr/bin/chromium or on PATH (Debian: apt-get install -y chromium; .ci/run does this)",
+    ),
 ]
 
 # The notebook panel's state, read from JupyterLab's own model (``--LabApp.expose_app_in_browser``).
@@ -100,27 +101,39 @@ def _wait(page, what: str, predicate, timeout: float, diagnostics, poll: float =
 @pytest.mark.timeout(420)
 def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
     sync_playwright = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[test]')").sync_playwright
+        "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[test]')"
+    ).sync_playwright
 
     root = tmp_path / "notebooks"
     shutil.copytree(REPO / "notebooks", root)  # the server autosaves: never the repository's copy
-    server = LabServer(root, tmp_path / "jupyter", env={
-        "DRO_LAB_PRESET": os.environ.get("DRO_LAB_PRESET", "smoke"),
-        # what a learner gets: plotly's default renderer (the JupyterLab mime renderer), not CI's HTML one
-        "PLOTLY_RENDERER": None,
-    })
+    server = LabServer(
+        root,
+        tmp_path / "jupyter",
+        env={
+            "DRO_LAB_PRESET": os.environ.get("DRO_LAB_PRESET", "smoke"),
+            # what a learner gets: plotly's default renderer (the JupyterLab mime renderer), not CI's HTML one
+            "PLOTLY_RENDERER": None,
+        },
+    )
     console: list[str] = []
 
     def diagnostics() -> str:
         msgs = "\n".join(console[-30:]) or "(none)"
-        return f"--- browser console (errors) ---\n{msgs}\n--- JupyterLab log ({server.log_path}) ---\n{server.log_tail()}"
+        return (
+            f"--- browser console (errors) ---\n{msgs}\n--- JupyterLab log ({server.log_path}) ---\n{server.log_tail()}"
+        )
 
     server.start(timeout=90)
     try:
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
-                str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                viewport={"width": 1400, "height": 1000}, timeout=60_000)
+                str(tmp_path / "chromium-profile"),
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1400, "height": 1000},
+                timeout=60_000,
+            )
             try:
                 page = context.pages[0] if context.pages else context.new_page()
                 page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
@@ -128,9 +141,13 @@ def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
                 page.goto(server.url(f"lab/tree/{LESSON}"), timeout=60_000)
 
                 state = lambda: page.evaluate(_STATE_JS)  # noqa: E731
-                _wait(page, f"JupyterLab to open {LESSON} with an idle kernel",
-                      lambda: (s := state()).get("notebook") and s["ready"] and s["kernel"] == "idle" and s,
-                      120, diagnostics)
+                _wait(
+                    page,
+                    f"JupyterLab to open {LESSON} with an idle kernel",
+                    lambda: (s := state()).get("notebook") and s["ready"] and s["kernel"] == "idle" and s,
+                    120,
+                    diagnostics,
+                )
 
                 # Run → Run All Cells, through the menu bar as a learner would
                 page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
@@ -146,13 +163,19 @@ def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
                 _wait(page, f"every code cell of {LESSON} to run (Run All Cells)", finished, 240, diagnostics)
                 run_all_s = time.monotonic() - t0
 
-                label = _wait(page, "a β slider beside a plotly figure", lambda: page.evaluate(_TAG_PANEL_JS),
-                              60, diagnostics)
+                label = _wait(
+                    page, "a β slider beside a plotly figure", lambda: page.evaluate(_TAG_PANEL_JS), 60, diagnostics
+                )
                 assert "β" in label
                 panel = page.locator("[data-dro-test=beta-panel]")
                 panel.evaluate("el => el.scrollIntoView({block: 'center'})")
-                before = _wait(page, "the figure beside the β slider to be drawn",
-                               lambda: page.evaluate(_PLOT_DATA_JS), 60, diagnostics)
+                before = _wait(
+                    page,
+                    "the figure beside the β slider to be drawn",
+                    lambda: page.evaluate(_PLOT_DATA_JS),
+                    60,
+                    diagnostics,
+                )
                 slider = page.locator("[data-dro-test=beta-slider]")
                 readout_before = slider.locator(".widget-readout").inner_text()
 
@@ -163,14 +186,22 @@ def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
                     page.keyboard.press("ArrowRight")
                 readout_after = slider.locator(".widget-readout").inner_text()
                 assert readout_after != readout_before, (
-                    f"the β slider did not move (readout {readout_before!r})\n{diagnostics()}")
+                    f"the β slider did not move (readout {readout_before!r})\n{diagnostics()}"
+                )
 
-                after = _wait(page, f"the figure to be redrawn after β {readout_before} → {readout_after}",
-                              lambda: (d := page.evaluate(_PLOT_DATA_JS)) and d != before and d, 60, diagnostics)
+                after = _wait(
+                    page,
+                    f"the figure to be redrawn after β {readout_before} → {readout_after}",
+                    lambda: (d := page.evaluate(_PLOT_DATA_JS)) and d != before and d,
+                    60,
+                    diagnostics,
+                )
                 assert json.loads(after) != json.loads(before)
                 # the picture: file browser folded away, the panel in the middle of the notebook
-                page.evaluate("() => { const s = window.jupyterapp.shell; "
-                              "if (!s.leftCollapsed) window.jupyterapp.commands.execute('application:toggle-left-area'); }")
+                page.evaluate(
+                    "() => { const s = window.jupyterapp.shell; "
+                    "if (!s.leftCollapsed) window.jupyterapp.commands.execute('application:toggle-left-area'); }"
+                )
                 page.mouse.move(0, 0)
                 page.wait_for_timeout(500)  # the relayout and plotly's transition
                 panel.evaluate("el => el.scrollIntoView({block: 'center'})")
@@ -184,8 +215,9 @@ def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
 
                 s = state()
                 assert not s["errors"], f"cell error output(s): {s['errors']}\n{diagnostics()}"
-                print(f"Run All Cells took {run_all_s:.1f} s; β {readout_before} → {readout_after}; "
-                      f"screenshot {ARTEFACT}")
+                print(
+                    f"Run All Cells took {run_all_s:.1f} s; β {readout_before} → {readout_after}; screenshot {ARTEFACT}"
+                )
             finally:
                 context.close()
     finally:

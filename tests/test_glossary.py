@@ -5,7 +5,7 @@ were not updated:
 
 1. every Greek letter (LaTeX ``\\beta`` or Unicode β) in any notebook's Markdown is in the glossary;
 2. every lesson of course/syllabus.yaml is in the glossary's lesson columns or the instructor guide's lesson map;
-3. every widget label (``description=``) in dro_lab/widgets.py is in the glossary, verbatim;
+3. every widget label (``description=``) in dro_lab/widgets/ is in the glossary, verbatim;
 4. every ``dro-lab course run`` option the instructor guide names exists in ``dro_lab.cli.build_parser()``;
 5. every notebook parameter the glossary names (its "parameter" columns) exists in some lesson's parameters cell.
 
@@ -25,17 +25,51 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "course" / "glossary.md"
 GUIDE = ROOT / "course" / "instructor_guide.md"
-WIDGETS = ROOT / "dro_lab" / "widgets.py"
+WIDGETS = ROOT / "dro_lab" / "widgets"  # a package (one module per panel); widgets.py before the move
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 #: LaTeX command -> the Unicode letter it prints (variants map to the plain letter).
 LATEX_GREEK = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
-    "eta": "η", "theta": "θ", "vartheta": "θ", "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν",
-    "xi": "ξ", "pi": "π", "varpi": "π", "rho": "ρ", "varrho": "ρ", "sigma": "σ", "varsigma": "σ", "tau": "τ",
-    "upsilon": "υ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
-    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ",
-    "Upsilon": "Υ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "varepsilon": "ε",
+    "zeta": "ζ",
+    "eta": "η",
+    "theta": "θ",
+    "vartheta": "θ",
+    "iota": "ι",
+    "kappa": "κ",
+    "lambda": "λ",
+    "mu": "μ",
+    "nu": "ν",
+    "xi": "ξ",
+    "pi": "π",
+    "varpi": "π",
+    "rho": "ρ",
+    "varrho": "ρ",
+    "sigma": "σ",
+    "varsigma": "σ",
+    "tau": "τ",
+    "upsilon": "υ",
+    "phi": "φ",
+    "varphi": "φ",
+    "chi": "χ",
+    "psi": "ψ",
+    "omega": "ω",
+    "Gamma": "Γ",
+    "Delta": "Δ",
+    "Theta": "Θ",
+    "Lambda": "Λ",
+    "Xi": "Ξ",
+    "Pi": "Π",
+    "Sigma": "Σ",
+    "Upsilon": "Υ",
+    "Phi": "Φ",
+    "Psi": "Ψ",
+    "Omega": "Ω",
 }
 #: Unicode variant forms -> the plain letter.
 UNICODE_VARIANTS = {"ϵ": "ε", "ϑ": "θ", "ϕ": "φ", "ϱ": "ρ", "ς": "σ", "ϖ": "π"}
@@ -120,7 +154,8 @@ def test_every_greek_letter_of_the_lessons_is_in_the_glossary(notebook):
     missing = sorted(_greek_letters(_markdown(notebook)) - known)
     assert not missing, (
         f"{notebook.name} uses {', '.join(missing)} in its Markdown, but course/glossary.md does not define "
-        f"{'it' if len(missing) == 1 else 'them'}: add a row (meaning, parameter, widget, lessons, each paper's name)")
+        f"{'it' if len(missing) == 1 else 'them'}: add a row (meaning, parameter, widget, lessons, each paper's name)"
+    )
 
 
 def test_every_lesson_is_in_the_glossary_or_the_lesson_map():
@@ -137,16 +172,18 @@ def test_every_lesson_is_in_the_glossary_or_the_lesson_map():
     missing = [lid for lid in syllabus.ids if lid not in lesson_map and lid.split("_")[0] not in numbers]
     assert not missing, (
         f"lessons {missing} are in course/syllabus.yaml but neither in the instructor guide's lesson map "
-        "nor in any 'lessons' column of the glossary")
+        "nor in any 'lessons' column of the glossary"
+    )
 
 
 def _widget_labels() -> set[str]:
     labels: set[str] = set()
-    tree = ast.parse(WIDGETS.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
+    sources = sorted(WIDGETS.glob("*.py")) if WIDGETS.is_dir() else [WIDGETS.with_suffix(".py")]
+    nodes = [node for path in sources for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             positional = node.args.posonlyargs + node.args.args
-            pairs = list(zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults))
+            pairs = list(zip(positional[len(positional) - len(node.args.defaults) :], node.args.defaults))
             pairs += list(zip(node.args.kwonlyargs, node.args.kw_defaults))
             for arg, default in pairs:
                 if arg.arg == "description" and isinstance(default, ast.Constant) and isinstance(default.value, str):
@@ -164,7 +201,7 @@ def _widget_labels() -> set[str]:
 
 def test_every_widget_label_is_in_the_glossary():
     labels = _widget_labels()
-    assert labels, "found no description= labels in dro_lab/widgets.py"
+    assert labels, "found no description= labels in dro_lab/widgets/"
     glossary = _read(GLOSSARY)
     missing = sorted(label for label in labels if label not in glossary)
     assert not missing, f"widget labels not in course/glossary.md (verbatim, in a 'widget' column): {missing}"
@@ -203,7 +240,8 @@ def test_every_cli_option_in_the_instructor_guide_exists():
     missing = sorted(guide_options - known)
     assert not missing, (
         f"course/instructor_guide.md names `dro-lab course run` options that dro_lab.cli does not have: {missing} "
-        f"(it has {sorted(known)})")
+        f"(it has {sorted(known)})"
+    )
 
 
 def test_every_parameter_named_in_the_glossary_exists_in_a_lesson():

@@ -14,8 +14,6 @@ from torch import nn
 
 from dro_lab import models as M
 
-
-
 # (name, in_shape, extra kwargs) — small inputs keep the CPU tests fast.
 CASES = [
     ("logreg", (1, 8, 8), {}),
@@ -69,8 +67,16 @@ def test_parameter_counts_match_closed_forms():
     def block(i, o):  # pre-activation block; a 1×1 projection shortcut when the width changes
         return bn(i) + conv(i, o, 3, False) + bn(o) + conv(o, o, 3, False) + (conv(i, o, 1, False) if i != o else 0)
 
-    wrn = (conv(1, 16, 3, False) + 2 * block(16, 16) + block(16, 32) + block(32, 32) + block(32, 64) + block(64, 64)
-           + bn(64) + lin(64, 10))
+    wrn = (
+        conv(1, 16, 3, False)
+        + 2 * block(16, 16)
+        + block(16, 32)
+        + block(32, 32)
+        + block(32, 64)
+        + block(64, 64)
+        + bn(64)
+        + lin(64, 10)
+    )
     assert M.count_parameters(M.WideResNet(10, 1)) == wrn == 174_778
     assert M.count_parameters(M.WideResNet(10, 3)) == 175_066
 
@@ -110,7 +116,7 @@ def test_per_sample_gradients_with_torch_func_match_a_loop(name):
     grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
     for i in range(4):
         model.zero_grad()
-        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        F.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         for k, p in model.named_parameters():
             torch.testing.assert_close(grads[k][i], p.grad, rtol=1e-4, atol=1e-6)
 
@@ -147,8 +153,11 @@ def test_mlp_without_hidden_layers_is_logistic_regression():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: M.make_model("resnet50", in_shape=(1, 8, 8), num_classes=10), ValueError,
-         "logreg, mlp, digits_cnn, small_cnn"),
+        (
+            lambda: M.make_model("resnet50", in_shape=(1, 8, 8), num_classes=10),
+            ValueError,
+            "logreg, mlp, digits_cnn, small_cnn",
+        ),
         (lambda: M.make_model("digits_cnn", in_shape=(64,), num_classes=10), ValueError, "square images"),
         (lambda: M.make_model("small_cnn", in_shape=(1, 8, 8), num_classes=10), ValueError, "at least 9"),
         (lambda: M.make_model("mlp", in_shape=(0,), num_classes=10), ValueError, "in_shape"),

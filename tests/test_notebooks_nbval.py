@@ -30,8 +30,17 @@ def test_nbval_notebooks():
     env.pop("DRO_LAB_RECORD", None)  # record() stays a no-op, as for a student
     env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (e.g. -n, -k) are not for this one
     command = [
-        sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-        "--nbval-cell-timeout=300", "-p", "no:cacheprovider", "-q", "-ra", "--color=no",
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-cell-timeout=300",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-ra",
+        "--color=no",
         "notebooks/",
     ]
     completed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)

@@ -144,8 +144,7 @@ def kkt_solution(losses, p, divergence, kind, param):
             while gap(hi) < 0:
                 hi *= 2.0
                 assert hi < 1e30, "oracle: could not bracket the multiplier"
-            eta = optimize.brentq(gap, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps,
-                                  maxiter=1000)
+            eta = optimize.brentq(gap, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=1000)
             q = tilt(losses, p, eta)
     else:  # cvar
         q = np.zeros_like(p)
@@ -192,6 +191,7 @@ def slsqp_solution(losses, p, divergence, kind, param):
     div, dgrad = _SMOOTH[divergence]
     simplex = {"type": "eq", "fun": lambda x: np.sum(x) - 1.0, "jac": lambda x: np.ones_like(x)}
     if kind == "beta":
+
         def negf(x):
             return -(x @ ls - div(x, ps) / param)
 
@@ -200,22 +200,29 @@ def slsqp_solution(losses, p, divergence, kind, param):
 
         cons = [simplex]
     else:
+
         def negf(x):
             return -(x @ ls)
 
         def negj(x):
             return -ls
 
-        cons = [simplex, {"type": "ineq", "fun": lambda x: param - div(x, ps),
-                          "jac": lambda x: -dgrad(x, ps)}]
+        cons = [simplex, {"type": "ineq", "fun": lambda x: param - div(x, ps), "jac": lambda x: -dgrad(x, ps)}]
     lim = argmax_limit(ls, ps)
     starts = [ps, 0.5 * ps + 0.5 * lim]
     if np.ptp(ps) > 0:  # a uniform prior already is the uniform start
         starts.append(np.full(k, 1.0 / k))
     best_q, best_val = None, -math.inf
     for x0 in starts:
-        res = optimize.minimize(negf, x0, jac=negj, method="SLSQP", bounds=[(0.0, 1.0)] * k,
-                                constraints=cons, options={"ftol": 1e-14, "maxiter": 2000})
+        res = optimize.minimize(
+            negf,
+            x0,
+            jac=negj,
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * k,
+            constraints=cons,
+            options={"ftol": 1e-14, "maxiter": 2000},
+        )
         x = np.clip(res.x, 0.0, None)
         x = x / x.sum()
         q = np.zeros_like(p)
@@ -232,8 +239,9 @@ def slsqp_solution(losses, p, divergence, kind, param):
 def linprog_solution(losses, p, alpha):
     """CVaR: max <q, l> s.t. sum q = 1, 0 <= q_i <= p_i / alpha, with HiGHS."""
     n = losses.size
-    res = optimize.linprog(-losses, A_eq=np.ones((1, n)), b_eq=[1.0],
-                           bounds=[(0.0, pi / alpha) for pi in p], method="highs")
+    res = optimize.linprog(
+        -losses, A_eq=np.ones((1, n)), b_eq=[1.0], bounds=[(0.0, pi / alpha) for pi in p], method="highs"
+    )
     assert res.status == 0, res.message
     return res.x, float(losses @ res.x)
 
@@ -289,8 +297,17 @@ def _cases():
                     continue
                 for seed in (0, 1):
                     for v in values:
-                        out.append(pytest.param(divergence, kind, v, n, prior_kind, seed,
-                                                id=f"{divergence}-{kind}={v}-n{n}-{prior_kind}-s{seed}"))
+                        out.append(
+                            pytest.param(
+                                divergence,
+                                kind,
+                                v,
+                                n,
+                                prior_kind,
+                                seed,
+                                id=f"{divergence}-{kind}={v}-n{n}-{prior_kind}-s{seed}",
+                            )
+                        )
     return out
 
 
@@ -359,10 +376,17 @@ TIE_LOSSES = np.array([1.0, 3.0, 3.0, 0.0])
 TIE_PRIOR = np.array([0.1, 0.2, 0.5, 0.2])
 
 
-@pytest.mark.parametrize("divergence,kind,param", [
-    ("kl", "beta", 2.0), ("chi2", "beta", 2.0), ("chi2", "beta", 0.3),
-    ("kl", "radius", 0.1), ("chi2", "radius", 0.1), ("kl", "radius", 0.5),
-])
+@pytest.mark.parametrize(
+    "divergence,kind,param",
+    [
+        ("kl", "beta", 2.0),
+        ("chi2", "beta", 2.0),
+        ("chi2", "beta", 0.3),
+        ("kl", "radius", 0.1),
+        ("chi2", "radius", 0.1),
+        ("kl", "radius", 0.5),
+    ],
+)
 def test_tied_losses_share_mass_in_prior_ratio(divergence, kind, param):
     q_t = worst_case_weights(t64(TIE_LOSSES), **kwargs_for(divergence, kind, param, t64(TIE_PRIOR)))
     q = np64(q_t)
@@ -376,22 +400,26 @@ def test_tied_losses_share_mass_in_prior_ratio(divergence, kind, param):
 
 
 @pytest.mark.parametrize("divergence", ["kl", "chi2"])
-@pytest.mark.parametrize("kw", [{"radius": 100.0}, {"beta": math.inf}, {"beta": 1e6}],
-                         ids=["radius=100", "beta=inf", "beta=1e6"])
+@pytest.mark.parametrize(
+    "kw", [{"radius": 100.0}, {"beta": math.inf}, {"beta": 1e6}], ids=["radius=100", "beta=inf", "beta=1e6"]
+)
 def test_tied_argmax_limit_is_prior_restricted_to_argmax(divergence, kw):
     q = np64(worst_case_weights(t64(TIE_LOSSES), divergence=divergence, prior=t64(TIE_PRIOR), **kw))
     expected = np.array([0.0, 0.2 / 0.7, 0.5 / 0.7, 0.0])
     np.testing.assert_allclose(q, expected, atol=1e-9)
 
 
-@pytest.mark.parametrize("losses,prior,alpha,expected", [
-    # tie between the two largest losses, which together have more than enough capacity
-    ([1.0, 3.0, 3.0, 0.0], [0.1, 0.2, 0.5, 0.2], 0.5, [0.0, 0.2 / 0.7, 0.5 / 0.7, 0.0]),
-    # one entry filled to its cap p/alpha, the remaining 0.6 shared by the tie in ratio 1 : 3
-    ([5.0, 3.0, 3.0, 0.0], [0.2, 0.1, 0.3, 0.4], 0.5, [0.4, 0.15, 0.45, 0.0]),
-    # uniform prior, tie at the threshold
-    ([5.0, 3.0, 3.0, 0.0], [0.25, 0.25, 0.25, 0.25], 0.5, [0.5, 0.25, 0.25, 0.0]),
-])
+@pytest.mark.parametrize(
+    "losses,prior,alpha,expected",
+    [
+        # tie between the two largest losses, which together have more than enough capacity
+        ([1.0, 3.0, 3.0, 0.0], [0.1, 0.2, 0.5, 0.2], 0.5, [0.0, 0.2 / 0.7, 0.5 / 0.7, 0.0]),
+        # one entry filled to its cap p/alpha, the remaining 0.6 shared by the tie in ratio 1 : 3
+        ([5.0, 3.0, 3.0, 0.0], [0.2, 0.1, 0.3, 0.4], 0.5, [0.4, 0.15, 0.45, 0.0]),
+        # uniform prior, tie at the threshold
+        ([5.0, 3.0, 3.0, 0.0], [0.25, 0.25, 0.25, 0.25], 0.5, [0.5, 0.25, 0.25, 0.0]),
+    ],
+)
 def test_cvar_tie_at_threshold_shares_mass_in_prior_ratio(losses, prior, alpha, expected):
     losses, prior = np.array(losses), np.array(prior)
     q = np64(worst_case_weights(t64(losses), divergence="cvar", alpha=alpha, prior=t64(prior)))
@@ -409,11 +437,17 @@ LIM_LOSSES = np.array([0.3, 2.0, -1.0, 2.0, 1.5])
 LIM_PRIOR = np.array([0.3, 0.1, 0.25, 0.15, 0.2])
 
 
-@pytest.mark.parametrize("kw", [
-    {"divergence": "kl", "beta": 0.0}, {"divergence": "chi2", "beta": 0.0},
-    {"divergence": "kl", "radius": 0.0}, {"divergence": "chi2", "radius": 0.0},
-    {"divergence": "cvar", "alpha": 1.0},
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"divergence": "kl", "beta": 0.0},
+        {"divergence": "chi2", "beta": 0.0},
+        {"divergence": "kl", "radius": 0.0},
+        {"divergence": "chi2", "radius": 0.0},
+        {"divergence": "cvar", "alpha": 1.0},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 @pytest.mark.parametrize("prior", ["uniform", "given"])
 def test_trivial_parameter_returns_prior(kw, prior):
     p = np.full(5, 0.2) if prior == "uniform" else LIM_PRIOR
@@ -424,8 +458,9 @@ def test_trivial_parameter_returns_prior(kw, prior):
 
 
 @pytest.mark.parametrize("divergence", ["kl", "chi2"])
-@pytest.mark.parametrize("kw", [{"beta": math.inf}, {"beta": 1e7}, {"radius": 1e3}],
-                         ids=["beta=inf", "beta=1e7", "radius=1e3"])
+@pytest.mark.parametrize(
+    "kw", [{"beta": math.inf}, {"beta": 1e7}, {"radius": 1e3}], ids=["beta=inf", "beta=1e7", "radius=1e3"]
+)
 def test_extreme_parameter_gives_prior_on_argmax(divergence, kw):
     q = np64(worst_case_weights(t64(LIM_LOSSES), divergence=divergence, prior=t64(LIM_PRIOR), **kw))
     np.testing.assert_allclose(q, [0, 0.4, 0, 0.6, 0], atol=1e-9)
@@ -433,10 +468,16 @@ def test_extreme_parameter_gives_prior_on_argmax(divergence, kw):
     assert r.item() == pytest.approx(2.0, abs=1e-6)  # the limit value: max loss
 
 
-@pytest.mark.parametrize("divergence,kind,param", [
-    ("kl", "beta", 1e3), ("chi2", "beta", 1e3), ("kl", "radius", 0.1), ("chi2", "radius", 0.1),
-    ("cvar", "alpha", 0.3),
-])
+@pytest.mark.parametrize(
+    "divergence,kind,param",
+    [
+        ("kl", "beta", 1e3),
+        ("chi2", "beta", 1e3),
+        ("kl", "radius", 0.1),
+        ("chi2", "radius", 0.1),
+        ("cvar", "alpha", 0.3),
+    ],
+)
 def test_losses_on_zero_prior_entries_do_not_change_the_maximiser(divergence, kind, param):
     # q is zero where p is zero, and the problem restricted to supp(p) does not see those losses;
     # a huge loss there (a padded or masked sample) must not cost precision on the support.
@@ -454,8 +495,7 @@ def test_radius_just_below_limit_is_close_to_argmax_limit(divergence):
     div = DIVERGENCES[divergence]
     rmax = div(argmax_limit(LIM_LOSSES, LIM_PRIOR), LIM_PRIOR)
     radius = rmax * (1 - 1e-3)
-    q = np64(worst_case_weights(t64(LIM_LOSSES), divergence=divergence, radius=radius,
-                                prior=t64(LIM_PRIOR)))
+    q = np64(worst_case_weights(t64(LIM_LOSSES), divergence=divergence, radius=radius, prior=t64(LIM_PRIOR)))
     assert div(q, LIM_PRIOR) <= radius * (1 + 1e-6)
     q_ref, v_ref = kkt_solution(LIM_LOSSES, LIM_PRIOR, divergence, "radius", radius)
     assert float(q @ LIM_LOSSES) == pytest.approx(v_ref, abs=1e-6)
@@ -514,10 +554,15 @@ def test_chi2_paper_formula_fails_when_clipping_while_dro_lab_matches_scipy(seed
     np.testing.assert_allclose(q, q_ref, atol=1e-9)
     # uniform prior: q is the Euclidean projection of 1/n + beta/(2n) l onto the simplex
     y = 1 / 8 + beta / 16 * losses
-    proj = optimize.minimize(lambda x: np.sum((x - y) ** 2), p, jac=lambda x: 2 * (x - y),
-                             method="SLSQP", bounds=[(0, 1)] * 8,
-                             constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
-                             options={"ftol": 1e-15, "maxiter": 500}).x
+    proj = optimize.minimize(
+        lambda x: np.sum((x - y) ** 2),
+        p,
+        jac=lambda x: 2 * (x - y),
+        method="SLSQP",
+        bounds=[(0, 1)] * 8,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
+        options={"ftol": 1e-15, "maxiter": 500},
+    ).x
     np.testing.assert_allclose(q, proj, atol=1e-6)
 
 
@@ -535,23 +580,34 @@ def _fd_grad(value_fn, losses, h=1e-5):
     return g
 
 
-@pytest.mark.parametrize("divergence,kind,param", [
-    ("kl", "beta", 0.5), ("kl", "beta", 5.0), ("chi2", "beta", 3.0),
-    ("kl", "radius", 0.2), ("chi2", "radius", 0.5), ("cvar", "alpha", 0.3),
-])
+@pytest.mark.parametrize(
+    "divergence,kind,param",
+    [
+        ("kl", "beta", 0.5),
+        ("kl", "beta", 5.0),
+        ("chi2", "beta", 3.0),
+        ("kl", "radius", 0.2),
+        ("chi2", "radius", 0.5),
+        ("cvar", "alpha", 0.3),
+    ],
+)
 def test_robust_loss_gradient_is_q_and_finite_difference_of_optimal_value(divergence, kind, param):
     rng = np.random.default_rng(7)
     losses = rng.uniform(0, 2, size=6)
     p = rng.dirichlet(np.ones(6))
     if divergence == "kl" and kind == "beta":
+
         def value(l):
             return special.logsumexp(param * l, b=p) / param
     elif kind == "alpha":
+
         def value(l):
             return linprog_solution(l, p, param)[1]
     else:
+
         def value(l):
             return kkt_solution(l, p, divergence, kind, param)[1]
+
     fd = _fd_grad(value, losses)
     kw = kwargs_for(divergence, kind, param, t64(p))
     lt = t64(losses).requires_grad_()
@@ -563,11 +619,17 @@ def test_robust_loss_gradient_is_q_and_finite_difference_of_optimal_value(diverg
     np.testing.assert_allclose(np64(lt.grad), fd, atol=1e-5)
 
 
-@pytest.mark.parametrize("kw", [
-    {"divergence": "kl", "beta": 10.0}, {"divergence": "chi2", "beta": 4.0},
-    {"divergence": "kl", "radius": 0.3}, {"divergence": "chi2", "radius": 0.5},
-    {"divergence": "cvar", "alpha": 0.3},
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"divergence": "kl", "beta": 10.0},
+        {"divergence": "chi2", "beta": 4.0},
+        {"divergence": "kl", "radius": 0.3},
+        {"divergence": "chi2", "radius": 0.5},
+        {"divergence": "cvar", "alpha": 0.3},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 def test_robust_loss_backward_through_cross_entropy_matches_per_sample_loop(kw):
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 4).double()
@@ -581,7 +643,7 @@ def test_robust_loss_backward_through_cross_entropy_matches_per_sample_loop(kw):
     expected = [torch.zeros_like(prm) for prm in model.parameters()]
     for i in range(10):
         model.zero_grad()
-        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        F.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         for acc, prm in zip(expected, model.parameters()):
             acc += q[i] * prm.grad
     for g, e in zip(got, expected):
@@ -627,10 +689,15 @@ def test_huge_beta_float32_tiny_loss_gaps_match_float64_oracle(divergence):
     np.testing.assert_allclose(np64(q), q_ref, atol=1e-3)
 
 
-@pytest.mark.parametrize("kw", [
-    {"divergence": "kl", "radius": 0.1}, {"divergence": "chi2", "radius": 0.1},
-    {"divergence": "cvar", "alpha": 0.2},
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"divergence": "kl", "radius": 0.1},
+        {"divergence": "chi2", "radius": 0.1},
+        {"divergence": "cvar", "alpha": 0.2},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 def test_float32_huge_losses_constrained_is_finite_and_optimal(kw):
     losses = torch.from_numpy(np.random.default_rng(1).uniform(0, 1e6, size=10).astype(np.float32))
     q = worst_case_weights(losses, **kw)
@@ -642,11 +709,18 @@ def test_float32_huge_losses_constrained_is_finite_and_optimal(kw):
     assert float(np64(q) @ l64) == pytest.approx(v_ref, rel=1e-5)
 
 
-@pytest.mark.parametrize("kw", [
-    {"divergence": "kl", "beta": 3.0}, {"divergence": "chi2", "beta": 3.0},
-    {"divergence": "kl", "radius": 0.2}, {"divergence": "chi2", "radius": 0.2},
-    {"divergence": "cvar", "alpha": 0.3}, {"divergence": "kl", "beta": math.inf},
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"divergence": "kl", "beta": 3.0},
+        {"divergence": "chi2", "beta": 3.0},
+        {"divergence": "kl", "radius": 0.2},
+        {"divergence": "chi2", "radius": 0.2},
+        {"divergence": "cvar", "alpha": 0.3},
+        {"divergence": "kl", "beta": math.inf},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 def test_equal_losses_give_prior_and_single_sample_gives_one(kw):
     q = np64(worst_case_weights(torch.full((5,), 1.7, dtype=torch.float64), prior=t64(LIM_PRIOR), **kw))
     np.testing.assert_allclose(q, LIM_PRIOR, atol=1e-9)
@@ -656,9 +730,14 @@ def test_equal_losses_give_prior_and_single_sample_gives_one(kw):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("divergence,kind,param", [
-    ("kl", "beta", 2.0), ("chi2", "radius", 0.3), ("cvar", "alpha", 0.4),
-])
+@pytest.mark.parametrize(
+    "divergence,kind,param",
+    [
+        ("kl", "beta", 2.0),
+        ("chi2", "radius", 0.3),
+        ("cvar", "alpha", 0.4),
+    ],
+)
 def test_output_dtype_matches_input_dtype(dtype, divergence, kind, param):
     losses = torch.tensor([0.1, 0.9, 0.4, 0.7], dtype=dtype)
     q = worst_case_weights(losses, divergence=divergence, **{kind: param})
@@ -668,12 +747,19 @@ def test_output_dtype_matches_input_dtype(dtype, divergence, kind, param):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kw", [
-    {"divergence": "kl", "beta": 10.0}, {"divergence": "kl", "beta": 1e4},
-    {"divergence": "chi2", "beta": 10.0}, {"divergence": "chi2", "beta": 1e4},
-    {"divergence": "kl", "radius": 0.1}, {"divergence": "chi2", "radius": 0.1},
-    {"divergence": "cvar", "alpha": 0.2},
-], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"divergence": "kl", "beta": 10.0},
+        {"divergence": "kl", "beta": 1e4},
+        {"divergence": "chi2", "beta": 10.0},
+        {"divergence": "chi2", "beta": 1e4},
+        {"divergence": "kl", "radius": 0.1},
+        {"divergence": "chi2", "radius": 0.1},
+        {"divergence": "cvar", "alpha": 0.2},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()),
+)
 def test_half_precision_inputs_give_finite_normalised_weights(dtype, kw):
     losses = torch.from_numpy(np.random.default_rng(2).uniform(0, 1e3, size=8)).to(dtype)
     q = worst_case_weights(losses, **kw)
@@ -724,33 +810,36 @@ def _v(*xs):
     return torch.tensor(xs, dtype=torch.float64)
 
 
-
 @pytest.mark.parametrize("fn", [worst_case_weights, robust_loss], ids=["weights", "robust_loss"])
-@pytest.mark.parametrize("losses,kw,match", [
-    (_L, {"divergence": "kl", "beta": -1.0}, "beta"),
-    (_L, {"divergence": "chi2", "beta": -0.5}, "beta"),
-    (_L, {"divergence": "kl", "radius": -0.1}, "radius"),
-    (_L, {"divergence": "chi2", "radius": -1e-3}, "radius"),
-    (_L, {"divergence": "cvar", "alpha": 0.0}, "alpha"),
-    (_L, {"divergence": "cvar", "alpha": -0.2}, "alpha"),
-    (_L, {"divergence": "cvar", "alpha": 1.5}, "alpha"),
-    (_v(0.1, math.nan, 0.3), {"divergence": "kl", "beta": 1.0}, "loss"),
-    (_v(0.1, math.inf, 0.3), {"divergence": "chi2", "radius": 0.1}, "loss"),
-    (torch.tensor([0.1, -float("inf"), 0.3]), {"divergence": "cvar", "alpha": 0.5}, "loss"),
-    (_L, {"divergence": "tv", "beta": 1.0}, "divergence"),
-    (_L, {"divergence": "KL-ish", "radius": 1.0}, "divergence"),
-    (_L, {"divergence": "kl", "beta": 1.0, "prior": _v(0.25, 0.25, 0.25, 0.25)}, "prior"),
-    (_L, {"divergence": "cvar", "alpha": 0.5, "prior": _v(0.5, 0.5)}, "prior"),
-    (_L, {"divergence": "kl", "beta": 1.0, "prior": _v(0.6, 0.6, -0.2)}, "prior"),
-    (_L, {"divergence": "chi2", "radius": 0.1, "prior": _v(0.5, 0.3, 0.3)}, "prior"),
-    (_L, {"divergence": "kl", "beta": 1.0, "radius": 0.1}, "beta|radius"),
-    (_L, {"divergence": "kl"}, "beta|radius"),
-    (_L, {"divergence": "cvar"}, "alpha"),
-    (_L, {"divergence": "kl", "alpha": 0.5}, "alpha"),
-    (_L, {"divergence": "chi2", "beta": 1.0, "alpha": 0.5}, "alpha|beta"),
-    (_L, {"divergence": "cvar", "beta": 1.0}, "beta|alpha"),
-    (_L, {"divergence": "cvar", "alpha": 0.5, "radius": 0.1}, "radius|alpha"),
-], ids=lambda v: (v.replace("|", "-or-") if isinstance(v, str) else None))
+@pytest.mark.parametrize(
+    "losses,kw,match",
+    [
+        (_L, {"divergence": "kl", "beta": -1.0}, "beta"),
+        (_L, {"divergence": "chi2", "beta": -0.5}, "beta"),
+        (_L, {"divergence": "kl", "radius": -0.1}, "radius"),
+        (_L, {"divergence": "chi2", "radius": -1e-3}, "radius"),
+        (_L, {"divergence": "cvar", "alpha": 0.0}, "alpha"),
+        (_L, {"divergence": "cvar", "alpha": -0.2}, "alpha"),
+        (_L, {"divergence": "cvar", "alpha": 1.5}, "alpha"),
+        (_v(0.1, math.nan, 0.3), {"divergence": "kl", "beta": 1.0}, "loss"),
+        (_v(0.1, math.inf, 0.3), {"divergence": "chi2", "radius": 0.1}, "loss"),
+        (torch.tensor([0.1, -float("inf"), 0.3]), {"divergence": "cvar", "alpha": 0.5}, "loss"),
+        (_L, {"divergence": "tv", "beta": 1.0}, "divergence"),
+        (_L, {"divergence": "KL-ish", "radius": 1.0}, "divergence"),
+        (_L, {"divergence": "kl", "beta": 1.0, "prior": _v(0.25, 0.25, 0.25, 0.25)}, "prior"),
+        (_L, {"divergence": "cvar", "alpha": 0.5, "prior": _v(0.5, 0.5)}, "prior"),
+        (_L, {"divergence": "kl", "beta": 1.0, "prior": _v(0.6, 0.6, -0.2)}, "prior"),
+        (_L, {"divergence": "chi2", "radius": 0.1, "prior": _v(0.5, 0.3, 0.3)}, "prior"),
+        (_L, {"divergence": "kl", "beta": 1.0, "radius": 0.1}, "beta|radius"),
+        (_L, {"divergence": "kl"}, "beta|radius"),
+        (_L, {"divergence": "cvar"}, "alpha"),
+        (_L, {"divergence": "kl", "alpha": 0.5}, "alpha"),
+        (_L, {"divergence": "chi2", "beta": 1.0, "alpha": 0.5}, "alpha|beta"),
+        (_L, {"divergence": "cvar", "beta": 1.0}, "beta|alpha"),
+        (_L, {"divergence": "cvar", "alpha": 0.5, "radius": 0.1}, "radius|alpha"),
+    ],
+    ids=lambda v: v.replace("|", "-or-") if isinstance(v, str) else None,
+)
 def test_bad_inputs_raise(fn, losses, kw, match):
     with pytest.raises((ValueError, TypeError), match=f"(?i){match}"):
         fn(losses, **kw)
@@ -802,8 +891,9 @@ def test_kl_beyond_float32_range_and_zero_prior_with_huge_off_support_loss():
     prior = torch.tensor([0.0, 0.5, 0.5])
     q = worst_case_weights(torch.tensor([100.0, 1.0, 2.0]), divergence="kl", beta=1e37, prior=prior)
     assert q.tolist() == [0.0, 0.0, 1.0]
-    value = robust_loss(torch.tensor([100.0, 1.0, 2.0], dtype=torch.float64), divergence="kl", beta=1e307,
-                        prior=prior.double())
+    value = robust_loss(
+        torch.tensor([100.0, 1.0, 2.0], dtype=torch.float64), divergence="kl", beta=1e307, prior=prior.double()
+    )
     assert float(value) == pytest.approx(2.0)
 
 

@@ -1,0 +1,87 @@
+"""The course runner and what lessons call: the syllabus, the set-up of a lesson's parameters, records,
+batch runs with papermill, HTML export, summaries and parameter sweeps.
+
+The lessons are Jupyter notebooks listed in ``course/syllabus.yaml``. Inside a lesson, the cell after
+the ``parameters`` cell makes one call, :func:`setup_lesson`, which checks every parameter against the
+syllabus (``-p epochs 0`` stops there, naming the parameter and its valid values), fills the ones left
+None from the preset and derives the device and seeds; :func:`record` stores a named number so that a
+batch run, a test or a sweep can read results without parsing cell outputs::
+
+    from dro_lab.course import record, setup_lesson
+    setup = setup_lesson("01_dro_foundations", globals())
+    record("kl_weights_max", float(q.max()))
+
+Outside the lessons, :func:`run_course` executes lessons with papermill (one process and kernel per
+lesson, ``jobs`` at a time, resuming earlier runs), exports each to HTML and writes a summary;
+:func:`run_sweep` runs lessons once per value of one parameter and draws every recorded number against
+it. A lesson that raises, times out or whose kernel dies is reported with its failure kind
+(:data:`FAILURE_KINDS`), failing cell and message while the others run on; Ctrl-C or SIGTERM stops the
+running lessons, writes the summary and raises :class:`RunInterrupted`. Every file is written atomically.
+
+Importing this package is cheap (the standard library and PyYAML on first use): papermill, nbformat,
+nbconvert, plotly and torch are imported only by the functions that need them.
+
+Modules, from the bottom up:
+
+- ``_files``: atomic text writes, hashes, JSON-ready values, Markdown table cells;
+- ``parameters``: :func:`check_parameter`, :func:`notebook_parameters`, :func:`parse_parameter_value`;
+- ``syllabus`` (with ``_syllabus_fields``, the per-lesson readers): :class:`Lesson`, :class:`Syllabus`,
+  :func:`load_syllabus`, :func:`find_syllabus`, :func:`syllabus_markdown`;
+- ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`;
+- ``records``: :func:`record`, :func:`read_records`;
+- ``results``: :class:`LessonResult`, :class:`FailingCell`; ``failures``: :func:`find_failing_cell` and
+  the failure kind of a papermill run;
+- ``control``: :class:`RunInterrupted` and the run's papermill processes; ``execute``: one lesson through
+  papermill, its HTML page and its ``<id>.run.json`` (resume);
+- ``report``: :func:`summary_table`, :func:`write_summary`; ``runner``: :func:`run_course`;
+- ``sweep``: :func:`parse_sweep`, :func:`run_sweep`, :class:`SweepResult`; ``sweep_report``:
+  :func:`sweep_table`, :func:`sweep_figure`, :func:`write_sweep_summary`.
+"""
+
+from __future__ import annotations
+
+from .control import RunInterrupted
+from .failures import find_failing_cell
+from .lesson_setup import LessonSetup, setup_lesson
+from .parameters import PRESET_ENV, check_parameter, notebook_parameters, parse_parameter_value
+from .records import RECORD_ENV, read_records, record
+from .report import summary_table, write_summary
+from .results import FAILURE_KINDS, FailingCell, LessonResult
+from .runner import DEFAULT_TIMEOUT, run_course
+from .sweep import SweepResult, parse_sweep, run_sweep
+from .sweep_report import sweep_figure, sweep_table, write_sweep_summary
+from .syllabus import DEFAULT_PRESETS, Lesson, Syllabus, SyllabusError, find_syllabus, load_syllabus, syllabus_markdown
+
+__all__ = [
+    "DEFAULT_PRESETS",
+    "DEFAULT_TIMEOUT",
+    "RECORD_ENV",
+    "PRESET_ENV",
+    "FAILURE_KINDS",
+    "FailingCell",
+    "Lesson",
+    "LessonResult",
+    "LessonSetup",
+    "RunInterrupted",
+    "Syllabus",
+    "SweepResult",
+    "SyllabusError",
+    "check_parameter",
+    "find_failing_cell",
+    "find_syllabus",
+    "load_syllabus",
+    "notebook_parameters",
+    "parse_parameter_value",
+    "parse_sweep",
+    "read_records",
+    "record",
+    "run_course",
+    "run_sweep",
+    "setup_lesson",
+    "summary_table",
+    "sweep_figure",
+    "sweep_table",
+    "syllabus_markdown",
+    "write_summary",
+    "write_sweep_summary",
+]

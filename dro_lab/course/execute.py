@@ -1,0 +1,215 @@
+"""One lesson through papermill: the command, the kernel's environment, the HTML export, and the
+``<id>.run.json`` record by which a later run reuses an earlier one (resume)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ._files import canonical, jsonable, write_text_atomic
+from .control import _Cancelled, _RunControl
+from .failures import classify_failure
+from .parameters import PRESET_ENV
+from .records import RECORD_ENV, read_records
+from .results import LessonResult
+
+
+def _export_html(notebook: Path, target: Path, title: str) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    body, _ = HTMLExporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
+    write_text_atomic(target, body)
+
+
+def _papermill_command(task: Mapping[str, Any], executed: Path) -> list[str]:
+    import yaml
+
+    command = [
+        sys.executable,
+        "-m",
+        "papermill",
+        task["notebook"],
+        str(executed),
+        "-y",
+        yaml.safe_dump(task["parameters"], default_flow_style=True),
+        "--cwd",
+        str(Path(task["notebook"]).parent),
+        "--no-progress-bar",
+        "--log-level",
+        "WARNING",
+    ]
+    if task["timeout"] is not None:
+        command += ["--execution-timeout", str(max(1, math.ceil(task["timeout"])))]
+    if task["kernel_name"]:
+        command += ["--kernel", task["kernel_name"]]
+    return command
+
+
+def _run_record_path(task: Mapping[str, Any]) -> Path:
+    return Path(task["out"]) / f"{task['id']}.run.json"
+
+
+def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
+    """``<out>/<id>.run.json``: what ran and how it ended (the key of resume)."""
+    payload = {
+        "id": task["id"],
+        "preset": task["preset"],
+        "parameters": jsonable(task["parameters"]),
+        "notebook": task["notebook"],
+        "notebook_sha256": task["notebook_sha256"],
+        "dro_lab": __version__,
+        "status": result.status,
+        "failure": result.failure,
+        "error": result.error,
+        "seconds": result.seconds,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    write_text_atomic(_run_record_path(task), json.dumps(payload, indent=2, default=str))
+
+
+def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters and
+    source-notebook hash, and the executed notebook is still there; else None."""
+    try:
+        previous = json.loads(_run_record_path(task).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    executed = Path(task["out"]) / f"{task['id']}.ipynb"
+    if (
+        isinstance(previous, dict)
+        and previous.get("status") == "ok"
+        and previous.get("preset") == task["preset"]
+        and previous.get("notebook_sha256") == task["notebook_sha256"]
+        and canonical(previous.get("parameters")) == canonical(task["parameters"])
+        and executed.is_file()
+    ):
+        return previous
+    return None
+
+
+def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult | None:
+    """The earlier run of ``task`` if it can stand for a new one (resume), else None.
+
+    A missing HTML page is exported again (the earlier run had ``--no-html``), without re-execution.
+    """
+    previous = _reusable_run(task)
+    if previous is None:
+        return None
+    out, lesson_id = Path(task["out"]), task["id"]
+    seconds = previous.get("seconds")
+    result = LessonResult(
+        id=lesson_id,
+        title=task["title"],
+        status="cached",
+        parameters=dict(task["parameters"]),
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+        notebook=out / f"{lesson_id}.ipynb",
+    )
+    html_path = out / f"{lesson_id}.html"
+    if task["html"] and not html_path.is_file():
+        try:
+            with html_lock:
+                _export_html(result.notebook, html_path, task["title"])
+        except Exception:
+            return None
+    result.html = html_path if html_path.is_file() else None
+    record_path = out / f"{lesson_id}.record.json"
+    if record_path.is_file():
+        result.record_file = record_path
+        result.records = read_records(record_path)
+    log_path = out / f"{lesson_id}.log"
+    result.log = log_path if log_path.is_file() else None
+    return result
+
+
+def _kernel_env(task: Mapping[str, Any], record_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        RECORD_ENV: str(record_path),
+        # plotly >= 6 stores only its own mime type under nbconvert, which HTML cannot show.
+        "PLOTLY_RENDERER": "notebook",
+        PRESET_ENV: str(task["parameters"].get("preset", task["preset"])),
+        **task["env"],
+    }
+
+
+def _run_papermill(task: Mapping[str, Any], control: _RunControl, out: Path) -> tuple[int, float]:
+    """Run papermill for ``task`` into ``out``; (exit status, perf_counter at its launch)."""
+    executed, log_path = out / f"{task['id']}.ipynb", out / f"{task['id']}.log"
+    # A subprocess, not a worker of ours: papermill's own CLI, whose log (and the kernel's stderr)
+    # goes to <id>.log instead of the terminal; and no multiprocessing re-import of the caller.
+    with open(log_path, "w", encoding="utf-8") as log_file:
+        process = control.launch(
+            _papermill_command(task, executed),
+            env=_kernel_env(task, out / f"{task['id']}.record.json"),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        start = time.perf_counter()  # not counting the wait for a launch slot
+        try:
+            return process.wait(), start
+        finally:
+            control.forget(process)
+
+
+def _export_page(task: Mapping[str, Any], result: LessonResult, html_lock: threading.Lock, html_path: Path) -> None:
+    try:
+        with html_lock:  # nbconvert's exporters are not documented as thread-safe
+            _export_html(result.notebook, html_path, task["title"])
+        result.html = html_path
+    except Exception as exc:
+        result.status = "failed"
+        result.failure = result.failure or "raised"
+        result.error = result.error or f"HTML export failed: {type(exc).__name__}: {exc}"
+
+
+def _execute_lesson(
+    task: Mapping[str, Any], html_lock: threading.Lock, control: _RunControl | None = None
+) -> LessonResult:
+    """Run one lesson: papermill in a subprocess (its own kernel), then the HTML export. Never raises
+    for a failing lesson; writes ``<id>.run.json`` at the end. Raises :class:`_Cancelled` when the
+    run was interrupted before the lesson started."""
+    control = control if control is not None else _RunControl()
+    if control.cancel.is_set():
+        raise _Cancelled()
+    out, lesson_id = Path(task["out"]), task["id"]
+    executed, html_path = out / f"{lesson_id}.ipynb", out / f"{lesson_id}.html"
+    record_path, log_path = out / f"{lesson_id}.record.json", out / f"{lesson_id}.log"
+    for stale in (_run_record_path(task), executed, html_path, record_path):
+        stale.unlink(missing_ok=True)  # results must come from this run only
+
+    result = LessonResult(id=lesson_id, title=task["title"], status="ok", parameters=dict(task["parameters"]))
+    returncode, start = _run_papermill(task, control, out)
+    interrupted = returncode != 0 and control.cancel.is_set()
+    if returncode != 0:
+        log = log_path.read_text(encoding="utf-8", errors="replace")
+        result.status = "failed"
+        result.failure, result.failing_cell, result.error = classify_failure(
+            task, returncode, executed, log, log_path.name, interrupted
+        )
+    if executed.is_file():
+        result.notebook = executed
+        if task["html"] and not interrupted:  # stopping: no export, exit fast
+            _export_page(task, result, html_lock, html_path)
+    if record_path.is_file():
+        try:
+            result.records = read_records(record_path)
+            result.record_file = record_path
+        except ValueError:  # half-written by a killed kernel (record() writes atomically; belt and braces)
+            pass
+    result.log = log_path
+    result.seconds = time.perf_counter() - start
+    _write_run_record(task, result)
+    return result

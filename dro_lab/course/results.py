@@ -1,0 +1,106 @@
+"""What a run reports per lesson: :class:`LessonResult`, and :class:`FailingCell` for a lesson that failed."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: How a failed lesson failed (``LessonResult.failure``): a cell raised; a cell ran past the timeout;
+#: the kernel died (killed, out of memory, a crash in native code); papermill itself was killed by a
+#: signal that the runner did not send; the run was interrupted (Ctrl-C, SIGTERM) while it ran.
+FAILURE_KINDS = ("raised", "timed out", "kernel died", "killed", "interrupted")
+
+
+@dataclass(frozen=True)
+class FailingCell:
+    """Where a lesson failed.
+
+    Attributes:
+        index: 0-based index of the cell in the lesson's *source* notebook.
+        executed_index: index of the same cell in the executed notebook (which has papermill's
+            injected-parameters cell).
+        exec_count: the ``In [n]`` number in the executed notebook.
+        first_line: first non-empty line of the cell's source.
+        ename, evalue: the exception's name and message.
+    """
+
+    index: int
+    executed_index: int
+    exec_count: int | None
+    first_line: str
+    ename: str
+    evalue: str
+
+    def describe(self) -> str:
+        """One line: ``cell 2 (In [3]) `raise ValueError("x")` -> ValueError: x``."""
+        count = f" (In [{self.exec_count}])" if self.exec_count is not None else ""
+        value = f": {self.evalue}" if self.evalue else ""
+        return f"cell {self.index}{count} `{self.first_line}` -> {self.ename}{value}"
+
+
+@dataclass
+class LessonResult:
+    """The outcome of one lesson of a :func:`~dro_lab.course.run_course` run.
+
+    Attributes:
+        id, title: the lesson's.
+        status: ``"ok"``, ``"cached"`` (an earlier ok run reused), ``"failed"`` or ``"skipped"``
+            (not selected with ``only``, or not started because the run was interrupted).
+        seconds: wall time of execution (and export).
+        notebook: the executed notebook, if one was written (also for failures).
+        html: its HTML export, if written.
+        record_file: the JSON file :func:`~dro_lab.course.record` wrote to, if the lesson recorded anything.
+        log: papermill's log of the run (and the kernel's stderr).
+        records: the recorded values.
+        parameters: the parameters passed to papermill.
+        error: one line describing the failure, else None (for a lesson not started because the
+            run was interrupted: why it did not run).
+        failing_cell: where it failed, when papermill could tell.
+        failure: how a failed lesson failed, one of :data:`FAILURE_KINDS`, else None.
+    """
+
+    id: str
+    title: str
+    status: str
+    seconds: float = 0.0
+    notebook: Path | None = None
+    html: Path | None = None
+    record_file: Path | None = None
+    log: Path | None = None
+    records: dict[str, Any] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    failing_cell: FailingCell | None = None
+    failure: str | None = None
+
+    @property
+    def problem(self) -> str:
+        """One line for summaries: the failure kind, the failing cell and the message ('' when ok).
+
+        ``raised: cell 2 (In [3]) `raise ValueError("x")` -> ValueError: x``,
+        ``timed out after 3 s in cell 1 (`import time`)``, ``kernel died in cell 2 (`os.kill(...)`)``.
+        """
+        if self.status != "failed":
+            return self.error or ""
+        if self.failure in (None, "raised"):
+            text = self.failing_cell.describe() if self.failing_cell else (self.error or "")
+            return f"raised: {text}" if self.failure else text
+        return self.error or self.failure
+
+    @property
+    def ok(self) -> bool:
+        """True unless the lesson failed (a skipped lesson did not fail)."""
+        return self.status != "failed"
+
+    def to_dict(self, relative_to: Path | None = None) -> dict[str, Any]:
+        """JSON-ready dict; paths relative to ``relative_to`` when given."""
+        out = dataclasses.asdict(self)
+        for key in ("notebook", "html", "record_file", "log"):
+            value = getattr(self, key)
+            if value is not None and relative_to is not None:
+                value = os.path.relpath(value, relative_to)
+            out[key] = None if value is None else Path(value).as_posix()
+        return out

@@ -1,0 +1,301 @@
+"""Running the course: :func:`run_course` checks its arguments, makes one task per lesson, runs the tasks
+``jobs`` at a time (reusing earlier runs) and writes the summary; a Ctrl-C stops every running lesson
+and raises :class:`~.control.RunInterrupted`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._files import sha256
+from .control import RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
+from .execute import _cached_result, _execute_lesson
+from .parameters import notebook_parameters
+from .report import write_summary
+from .results import LessonResult
+from .syllabus import Lesson, Syllabus, load_syllabus
+
+#: Default per-cell execution timeout of :func:`run_course`, in seconds.
+DEFAULT_TIMEOUT = 600.0
+
+
+def _check_run_arguments(
+    syllabus: Syllabus | str | os.PathLike[str] | None,
+    preset: str,
+    jobs: int,
+    timeout: float | None,
+    only: Sequence[str] | None,
+) -> tuple[Syllabus, list[Lesson]]:
+    if not isinstance(syllabus, Syllabus):
+        syllabus = load_syllabus(syllabus)
+    if preset not in syllabus.presets:
+        raise ValueError(f"Invalid preset: {preset!r}; the syllabus has {', '.join(syllabus.presets)}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"Invalid number of jobs: {jobs!r} (expected an integer >= 1)")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"Invalid timeout: {timeout!r} (expected seconds > 0 or None)")
+    selected = syllabus.select(only)
+    for lesson in selected:
+        if not lesson.notebook.is_file():
+            raise FileNotFoundError(f"Lesson {lesson.id!r}: notebook not found: {lesson.notebook}")
+    return syllabus, selected
+
+
+def _check_overrides(
+    selected: Sequence[Lesson], overrides: Mapping[str, Any], declared: Mapping[str, set[str]]
+) -> None:
+    undeclared = [name for name in overrides if not any(name in d for d in declared.values())]
+    if undeclared:
+        raise ValueError(
+            f"Invalid parameter(s) {undeclared}: not declared in the parameters cell of any selected "
+            f"lesson ({', '.join(lesson.id for lesson in selected)})"
+        )
+
+
+def _make_task(
+    lesson: Lesson,
+    *,
+    preset: str,
+    params: dict[str, Any],
+    out_dir: Path,
+    timeout: float | None,
+    kernel_name: str | None,
+    html: bool,
+    notebook_sha256: str,
+) -> dict[str, Any]:
+    return {
+        "id": lesson.id,
+        "title": lesson.title,
+        "notebook": str(lesson.notebook),
+        "notebook_sha256": notebook_sha256,
+        "out": str(out_dir),
+        "preset": preset,
+        "parameters": params,
+        "timeout": timeout,
+        "kernel_name": kernel_name,
+        "html": html,
+        "env": {},
+    }
+
+
+def _not_started(task: Mapping[str, Any]) -> LessonResult:
+    return LessonResult(
+        id=task["id"],
+        title=task["title"],
+        status="skipped",
+        parameters=dict(task["parameters"]),
+        error="not started: the run was interrupted",
+    )
+
+
+def _outcome(future: Any, task: Mapping[str, Any]) -> LessonResult:
+    """The result of a finished (or cancelled) lesson future; never raises."""
+    if future.cancelled():
+        return _not_started(task)
+    try:
+        return future.result()
+    except _Cancelled:
+        return _not_started(task)
+    except Exception as exc:  # e.g. the output folder vanished; report, go on
+        return LessonResult(
+            id=task["id"],
+            title=task["title"],
+            status="failed",
+            parameters=task["parameters"],
+            error=f"{type(exc).__name__}: {exc}",
+            failure="raised",
+        )
+
+
+def _share_cores(tasks: Sequence[dict[str, Any]], pending: Sequence[int], workers: int) -> None:
+    """Several torch kernels on few cores fight for them; share the cores unless the user chose."""
+    if workers > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        env = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        for position in pending:
+            tasks[position]["env"] = env
+
+
+def _report_late(
+    tasks: Sequence[Mapping[str, Any]],
+    futures: Mapping[Any, int],
+    results: list[LessonResult | None],
+    on_result: Callable[[LessonResult], None] | None,
+) -> None:
+    """After an interrupt: the lessons not reported yet, as their threads recorded them."""
+    for future, position in futures.items():
+        if results[position] is None:
+            results[position] = _outcome(future, tasks[position])
+            if on_result is not None:
+                try:
+                    on_result(results[position])
+                except Exception:
+                    pass
+
+
+def _run_tasks(
+    tasks: Sequence[dict[str, Any]], *, jobs: int, force: bool, on_result: Callable[[LessonResult], None] | None
+) -> list[LessonResult]:
+    """Run ``tasks`` (reusing earlier runs unless ``force``), ``jobs`` at a time; results in task order.
+
+    On KeyboardInterrupt (Ctrl-C; ``dro-lab`` turns SIGTERM and SIGHUP into one): stops the running
+    lessons (see :class:`~.control._RunControl`), lets their threads record them as interrupted, and
+    raises :class:`RunInterrupted` with one result per task.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    html_lock, control = threading.Lock(), _RunControl()
+    results: list[LessonResult | None] = [None] * len(tasks)
+    futures: dict[Any, int] = {}
+    pool: ThreadPoolExecutor | None = None
+
+    def report(position: int, result: LessonResult) -> None:
+        results[position] = result
+        if on_result is not None:
+            on_result(result)
+
+    try:
+        pending = []
+        for position, task in enumerate(tasks):
+            cached = None if force else _cached_result(task, html_lock)
+            if cached is None:
+                pending.append(position)
+            else:
+                report(position, cached)
+        workers = min(jobs, max(1, len(pending)))
+        _share_cores(tasks, pending, workers)
+        if pending:
+            # Threads only wait on papermill subprocesses, so the GIL is no bottleneck. The main thread
+            # waits in as_completed, where a Ctrl-C lands.
+            pool = ThreadPoolExecutor(max_workers=workers)
+            futures.update({pool.submit(_execute_lesson, tasks[p], html_lock, control): p for p in pending})
+            for future in as_completed(futures):
+                report(futures[future], _outcome(future, tasks[futures[future]]))
+            pool.shutdown(wait=True)
+    except KeyboardInterrupt as exc:
+        control.cancel.set()
+        for future in futures:
+            future.cancel()  # not started yet: never starts
+        with _interrupts_deferred():  # a second Ctrl-C must not leave kernels behind
+            control.stop_all()
+            if pool is not None:
+                pool.shutdown(wait=True)  # the running lessons' threads record them as interrupted
+        _report_late(tasks, futures, results, on_result)
+        final = [r if r is not None else _not_started(task) for r, task in zip(results, tasks)]
+        raise RunInterrupted(final, signum=getattr(exc, "signum", signal.SIGINT)) from None
+    return [r for r in results if r is not None]
+
+
+def _in_syllabus_order(syllabus: Syllabus, results: Iterable[LessonResult]) -> list[LessonResult]:
+    by_id = {r.id: r for r in results}
+    return [
+        by_id.get(lesson.id) or LessonResult(id=lesson.id, title=lesson.title, status="skipped")
+        for lesson in syllabus.lessons
+    ]
+
+
+def _lesson_parameters(
+    lesson: Lesson, preset: str, overrides: Mapping[str, Any], declared: Mapping[str, set[str]]
+) -> dict[str, Any]:
+    """The preset's papermill parameters plus the overrides the lesson declares."""
+    params = lesson.parameters(preset)
+    params.update({k: v for k, v in overrides.items() if k in declared.get(lesson.id, ())})
+    return params
+
+
+def run_course(
+    syllabus: Syllabus | str | os.PathLike[str] | None = None,
+    *,
+    preset: str = "smoke",
+    out: str | os.PathLike[str] = "build/course",
+    jobs: int = 1,
+    only: Sequence[str] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    html: bool = True,
+    force: bool = False,
+    kernel_name: str | None = None,
+    on_result: Callable[[LessonResult], None] | None = None,
+) -> list[LessonResult]:
+    """Execute the course's lessons with papermill and write executed notebooks, HTML and a summary.
+
+    Each lesson runs in its own papermill process and kernel (``jobs`` lessons at a time), from its
+    notebook's folder, with the preset's parameters plus ``parameters`` injected. A failing lesson
+    does not stop the others: it is reported with its failing cell, and its partial executed
+    notebook and HTML are still written. Written under ``out`` only::
+
+        <id>.ipynb  <id>.html  <id>.log  <id>.record.json  <id>.run.json   per lesson
+        summary.md  summary.json  index.html                               for the run
+
+    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256,
+    the dro_lab version, the status and the seconds of the lesson's last run. A lesson whose last
+    run in ``out`` was ok with the same preset, parameters and notebook, and whose executed notebook
+    is still there, is not executed again: its result has status ``"cached"`` (an ok status) and the
+    stored seconds and records. Failed lessons always run again; ``force=True`` re-runs everything.
+
+    The kernels see ``PLOTLY_RENDERER=notebook`` (figures embedded in the HTML),
+    ``DRO_LAB_PRESET`` = the preset passed, ``DRO_LAB_RECORD`` = ``<out>/<id>.record.json`` and,
+    with ``jobs > 1``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` sharing the cores (unless set).
+
+    Args:
+        syllabus: a :class:`Syllabus`, a path to one, or None for ``course/syllabus.yaml``.
+        preset: one of the syllabus presets (``smoke``, ``full``, ``gpu``).
+        out: output folder (created).
+        jobs: lessons run at once (>= 1).
+        only: lesson ids (or unique prefixes) to run; the others are reported ``"skipped"``.
+        parameters: overrides on top of the preset's parameters. Each is passed only to lessons
+            that declare it; one that no selected lesson declares is an error (a typo).
+        timeout: per-cell execution timeout in seconds (None: no limit).
+        html: export each executed notebook to HTML.
+        force: execute every selected lesson even when an earlier run in ``out`` can be reused.
+        kernel_name: Jupyter kernel; default: the one in each notebook's metadata.
+        on_result: called with each :class:`LessonResult` as soon as it is known.
+
+    Returns:
+        one :class:`LessonResult` per syllabus lesson, in syllabus order.
+
+    Faults: a lesson that raises, runs a cell past ``timeout`` or whose kernel dies is ``failed``
+    with :attr:`LessonResult.failure` (``raised``, ``timed out``, ``kernel died``, ``killed``), its
+    failing cell and a one-line error; the other lessons run on and keep their outputs. A Ctrl-C
+    stops the running lessons (papermill and kernel), records them as failed with failure
+    ``interrupted``, writes the summary (``"interrupted"`` in ``summary.json``) and raises
+    :class:`RunInterrupted`; the same call again resumes. Every run and summary file is written
+    atomically.
+
+    Raises:
+        ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter.
+        RunInterrupted: the run was interrupted (a ``KeyboardInterrupt``); its ``results`` hold
+            every lesson's result.
+    """
+    syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
+    overrides = dict(parameters or {})
+    declared = {lesson.id: notebook_parameters(lesson.notebook) for lesson in selected} if overrides else {}
+    _check_overrides(selected, overrides, declared)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir.resolve()
+    common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name, html=html)
+    tasks = [
+        _make_task(
+            lesson,
+            params=_lesson_parameters(lesson, preset, overrides, declared),
+            out_dir=out_dir,
+            notebook_sha256=sha256(lesson.notebook),
+            **common,
+        )
+        for lesson in selected
+    ]
+    summary = dict(syllabus=syllabus, preset=preset, parameters=overrides)
+    try:
+        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+    except RunInterrupted as stop:
+        stop.results = _in_syllabus_order(syllabus, stop.results)
+        write_summary(stop.results, out_dir, **summary, interrupted=stop.signum)
+        raise
+    ordered = _in_syllabus_order(syllabus, results)
+    write_summary(ordered, out_dir, **summary)
+    return ordered

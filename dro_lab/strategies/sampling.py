@@ -1,0 +1,293 @@
+"""Methods whose batches come from a table sampler: hardness-weighted sampling and importance sampling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import Tensor
+
+from .._validation import check_int
+from ..data.datasets import fetch_batch
+from ..engine.strategy import Strategy
+from ..losses import per_sample_cross_entropy
+from ..metrics import dataset_losses
+from ..pergrad.ghost import per_sample_grad_norms
+from ..pergrad.last_layer import logit_grad_norms
+from ..samplers.hardness import HardnessWeightedSampler
+from ..samplers.importance import ImportanceSampler
+
+__all__ = ["HardnessWeightedStrategy", "ImportanceSamplingStrategy"]
+
+
+class _SamplerStrategy(Strategy):
+    """A strategy whose batches come from a table sampler (HWS, IS): the sampler is created at the first
+    :func:`fit` and kept by later calls on the same data (so a second ``fit`` continues the run), its
+    generator is seeded from ``fit``'s seed, and its state is the strategy's state."""
+
+    sampler_cls: type = HardnessWeightedSampler
+    sampler = None
+    _saved: dict | None = None
+
+    def _attach(
+        self,
+        n: int,
+        device: torch.device,
+        generator: torch.Generator,
+        batch_size: int | None,
+        refresh_fn: Callable[[], Tensor] | None,
+    ) -> None:
+        if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
+            self.sampler.refresh_fn = refresh_fn  # a later fit: keep the table, continue
+            return
+        # world_size=1 even under DDP: fit hands the strategy the global batch (every rank draws the same one
+        # and takes its slice, then observes the all-gathered losses), so the sampler is the single-process one.
+        self.sampler = self.sampler_cls(
+            n,
+            batch_size or 64,
+            device=device,
+            refresh_fn=refresh_fn,
+            world_size=1,
+            rank=0,
+            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()),
+            **self.options,
+        )
+        if self._saved is not None:
+            self.sampler.load_state_dict(self._saved)
+            self._saved = None
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        self.sampler.batch_size = batch_size
+        return self.sampler.batches()
+
+    def resume_batches(self, epoch: int, batch_size: int, consumed: int) -> Iterator[Tensor]:
+        # the sampler's state holds its epoch position: its batches() continues the epoch, except when the
+        # epoch's last batch was drawn (the interrupted iterator would have closed the epoch on its next step)
+        self.sampler.batch_size = batch_size
+        if self.sampler.position >= len(self.sampler):
+            self.sampler._end_of_epoch()
+            return iter(())
+        return self.sampler.batches()
+
+    def state_dict(self) -> dict:
+        return {"sampler": None if self.sampler is None else self.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.sampler is None:
+            self._saved = state["sampler"]  # applied when fit sets the sampler up
+        else:
+            self.sampler.load_state_dict(state["sampler"])
+
+    def describe(self) -> str:
+        return self.name
+
+
+class HardnessWeightedStrategy(_SamplerStrategy):
+    r"""SGD with hardness-weighted sampling (Fidon et al., Algorithm 1) through the engine.
+
+    Batches come from a :class:`dro_lab.HardnessWeightedSampler` (warm-start epoch, then ``b``
+    indices i.i.d. from ``q = worst_case_weights(history, divergence, beta)``, ⌊n/b⌋+1 iterations
+    per epoch); the loss is the plain batch mean (the sampling does the weighting) and the
+    batch's losses go back into the history after the step.
+
+    Args:
+        beta, divergence: as in the sampler (KL by default, the paper's).
+        exact_history: the paper's Theorem B.1 variant: the whole history is recomputed before
+            every draw (a full forward pass per iteration; small data only).
+        refresh_every: beyond the paper: recompute the whole history every ``k`` iterations.
+        warm_start, prob_floor, importance_weights, history_momentum: the sampler's options
+            (all but ``warm_start`` beyond the paper; off by default).
+
+    The sampler is created at the first :func:`fit` and kept by later calls on the same data, so
+    a second ``fit`` continues training (no second warm start). Its generator is seeded from
+    ``fit``'s seed, so the warm-start epoch is the same permutation ERM's first epoch uses: with
+    the same initial model, ERM and HWS share epoch 1 (the paper's RNG separation).
+    """
+
+    def __init__(
+        self,
+        beta: float = 10.0,
+        divergence: str = "kl",
+        *,
+        exact_history: bool = False,
+        refresh_every: int | None = None,
+        warm_start: bool = True,
+        prob_floor: float = 0.0,
+        importance_weights: bool = False,
+        history_momentum: float = 0.0,
+    ):
+        if exact_history and refresh_every not in (None, 1):
+            raise ValueError(f"exact_history=True refreshes every iteration; got refresh_every={refresh_every}")
+        self.options = dict(
+            beta=beta,
+            divergence=divergence,
+            warm_start=warm_start,
+            prob_floor=prob_floor,
+            importance_weights=importance_weights,
+            history_momentum=history_momentum,
+            refresh_every=1 if exact_history else refresh_every,
+        )
+        # Validate now (a clear error at construction, not at the first fit): a throw-away sampler.
+        HardnessWeightedSampler(
+            1,
+            1,
+            device="cpu",
+            generator=torch.Generator(),
+            refresh_fn=(lambda: None) if self.options["refresh_every"] else None,
+            **self.options,
+        )
+        beyond = [k for k in ("prob_floor", "importance_weights", "history_momentum") if self.options[k]]
+        mode = "exact" if exact_history else (f"refresh{refresh_every}" if refresh_every else "")
+        tags = ",".join([f"β={float(beta):g}", *([mode] if mode else []), *beyond])
+        self.name = f"hws-{divergence}({tags})"
+
+    def setup(
+        self,
+        n: int,
+        *,
+        device: torch.device,
+        generator: torch.Generator,
+        batch_size: int | None = None,
+        model: torch.nn.Module | None = None,
+        train=None,
+        loss_fn: Callable | None = None,
+    ) -> None:
+        super().setup(n, device=device, generator=generator)
+        refresh_fn = None
+        if self.options["refresh_every"]:
+            if model is None or train is None:
+                raise ValueError("exact_history / refresh_every need the model and training set (run through fit)")
+            refresh_fn = lambda: dataset_losses(model, train, loss_fn=loss_fn)  # noqa: E731
+        self._attach(n, device, generator, batch_size, refresh_fn)
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        if self.sampler.use_importance_weights:
+            return (self.sampler.importance_weights(indices, losses.detach()) * losses).mean()
+        return losses.mean()
+
+    def observe(self, indices: Tensor, losses: Tensor) -> None:
+        self.sampler.update(indices, losses)
+
+    def epoch_stats(self) -> dict:
+        stats = self.sampler.stats()
+        return {f"sampler_{k}": v for k, v in stats.items() if k not in ("phase", "epoch", "step")}
+
+
+class ImportanceSamplingStrategy(_SamplerStrategy):
+    sampler_cls = ImportanceSampler
+
+    r"""Importance-sampled SGD (Lahire 2023, eq. 2) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
+
+    Batches come from a :class:`dro_lab.ImportanceSampler`; the loss is the weighted mean
+    :math:`\frac1b\sum_k w_{i_k}\ell_{i_k}` with the weights of the draw, an unbiased estimate of the
+    ERM gradient (``weight_exponent=1``, no clipping).
+
+    Where the scores come from (``scheme``):
+
+    * ``"grad_norm"`` — exact per-sample gradient norms (:func:`dro_lab.per_sample_grad_norms`);
+    * ``"loss"`` — the per-sample losses;
+    * ``"last_layer"`` — the logit-gradient norm of Katharopoulos & Fleuret, forward only
+      (:func:`dro_lab.logit_grad_norms`; for cross-entropy);
+    * ``"uniform"`` — none (plain SGD with replacement).
+
+    With ``refresh_every=1`` (the default, the paper's set-up) all ``N`` scores are recomputed at the
+    current parameters before every draw — affordable on the paper's 100 images, O(N) per step in
+    general. ``refresh_every=k`` refreshes every ``k`` draws; ``None`` keeps a stale table that each
+    batch's scores update after the step (its scores at the parameters after the step). ``alpha``,
+    ``power``, ``weight_exponent`` and ``clip_weights`` are the sampler's (``clip_weights`` biases the
+    estimator; it is off by default).
+    """
+
+    def __init__(
+        self,
+        scheme: str = "grad_norm",
+        *,
+        alpha: float = 0.5,
+        power: float = 1.0,
+        weight_exponent: float = 1.0,
+        clip_weights: float | None = None,
+        refresh_every: int | None = 1,
+        score_batch_size: int = 256,
+    ):
+        self.options = dict(
+            scheme=scheme,
+            alpha=alpha,
+            power=power,
+            weight_exponent=weight_exponent,
+            clip_weights=clip_weights,
+            refresh_every=refresh_every,
+        )
+        # validate now: a throw-away sampler
+        ImportanceSampler(
+            1,
+            1,
+            device="cpu",
+            generator=torch.Generator(),
+            refresh_fn=(lambda: None) if refresh_every else None,
+            scores_init=None,
+            **self.options,
+        )
+        self.score_batch_size = check_int(score_batch_size, "score_batch_size")
+        tags = (
+            [f"α={float(alpha):g}"]
+            + ([f"power={power:g}"] if power != 1 else [])
+            + ([f"w^{weight_exponent:g}"] if weight_exponent != 1 else [])
+            + (["clipped"] if clip_weights else [])
+            + (
+                [f"refresh{refresh_every}"]
+                if refresh_every not in (None, 1)
+                else ["stale"]
+                if refresh_every is None
+                else []
+            )
+        )
+        self.name = f"is-{scheme}({','.join(tags)})"
+
+    def _scores(self, x: Tensor, y: Tensor) -> Tensor:
+        scheme = self.options["scheme"]
+        if scheme == "grad_norm":
+            return per_sample_grad_norms(self.model, self.loss_fn, x, y)
+        with torch.no_grad():
+            logits = self.model(x.to(self.device))
+            if scheme == "last_layer":  # forward only: ‖softmax(z) − e_y‖, the cross-entropy logit gradient
+                return logit_grad_norms(logits, y.to(self.device))
+            return self.loss_fn(logits, y.to(self.device))
+
+    def _all_scores(self) -> Tensor:
+        out = []
+        for start in range(0, self.n, self.score_batch_size):
+            x, y, _, _ = fetch_batch(self.train, torch.arange(start, min(start + self.score_batch_size, self.n)))
+            out.append(self._scores(x, y).detach().float())
+        return torch.cat(out)
+
+    def setup(
+        self,
+        n: int,
+        *,
+        device: torch.device,
+        generator: torch.Generator,
+        batch_size: int | None = None,
+        model: torch.nn.Module | None = None,
+        train=None,
+        loss_fn: Callable | None = None,
+    ) -> None:
+        super().setup(n, device=device, generator=generator)
+        if model is None or train is None:
+            raise ValueError("ImportanceSamplingStrategy needs the model and the training set (run it through fit)")
+        self.model, self.train, self.loss_fn = model, train, loss_fn or per_sample_cross_entropy
+        self._attach(n, device, generator, batch_size, self._all_scores if self.options["refresh_every"] else None)
+
+    def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        return (self.sampler.weights(indices).to(losses.dtype) * losses).mean()
+
+    def observe(self, indices: Tensor, losses: Tensor) -> None:
+        if self.options["refresh_every"] is not None or self.options["scheme"] == "uniform":
+            return
+        if self.options["scheme"] == "loss":
+            self.sampler.update(indices, losses)
+        else:
+            x, y, _, _ = fetch_batch(self.train, indices)
+            self.sampler.update(indices, self._scores(x, y))
+
+    def epoch_stats(self) -> dict:
+        return {f"sampler_{k}": v for k, v in self.sampler.stats().items() if isinstance(v, (int, float))}

@@ -1,0 +1,119 @@
+"""Plotly figure builders: arrays in, ``go.Figure`` out. Pure, so tests inspect ``fig.data`` headless.
+
+Importing this package imports plotly; the rest of dro_lab does not. Lessons call ``viz.<name>``; every name is
+re-exported here from its module:
+
+- :mod:`.weights`: worst-case weights, the robust loss against β, the β ↔ r duality (lesson 01);
+- :mod:`.training`: decision boundaries, metrics against a knob or over epochs (mean ± std over seeds),
+  method sweeps and average against worst-group;
+- :mod:`.sampling`: the hardness-weighted sampling distribution, history ages, the Monte-Carlo error (lesson 02);
+- :mod:`.importance`: the importance-sampled gradient's error and ρ, cost per run (lesson 03);
+- :mod:`.group_dro`: descent–ascent on the bilinear game, π* against β, π over training (lesson 04);
+- :mod:`.done`: DONE's instance weights per class and the r(t) schedule (lesson 05);
+- :mod:`.adversarial`: an attack on a 2-D toy, per-class robust accuracy, PGD against AutoAttack (lesson 05);
+- :mod:`.smoothing`: the GI-LS shift field, transport cost against γ, the regulariser, generated images,
+  cost against T, Bayesian-optimisation progress (lesson 06);
+- :mod:`.comparison`: the capstone's every-method figure (lesson 07);
+- :mod:`._style`: ``PALETTE``, the common layout and shared drawing helpers.
+
+The numbers the figures draw are computed by the library, never here; a few of those functions are also
+re-exported below because lessons call them as ``viz.<name>`` (``is_mixture`` from
+:mod:`dro_lab.samplers.importance`, ``pi_star`` and ``kl_to_prior`` from :mod:`dro_lab.optim.prox`, ...).
+"""
+
+from __future__ import annotations
+
+from ..experiments.summary import summarize_runs
+from ..losses import ls_regularizer_values
+from ..optim.prox import kl_to_prior, pi_star
+from ..pergrad.quality import is_estimator_stats
+from ..reweighting import done_weight_stats
+from ..samplers.diagnostics import age_survival, sampling_summary
+from ..samplers.importance import is_mixture
+from ._style import PALETTE
+from .adversarial import attack_gap_figure, attack_toy_figure, per_class_robust_figure
+from .comparison import comparison_figure
+from .done import done_weight_figure, r_schedule_figure
+from .group_dro import (
+    bilinear_figure,
+    bilinear_traces,
+    pi_star_bar_figure,
+    pi_star_figure,
+    pi_trajectory_figure,
+)
+from .importance import is_cost_figure, is_variance_figure
+from .sampling import age_figure, hws_sampling_figure, mc_error_figure, sampling_figure
+from .smoothing import (
+    bo_progress_figure,
+    cost_vs_T_figure,
+    generated_images_figure,
+    regularizer_figure,
+    shift_field_figure,
+    transport_vs_gamma_figure,
+)
+from .training import (
+    curves_figure,
+    curves_grid_figure,
+    decision_boundary_figure,
+    history_curves,
+    history_figure,
+    method_sweep_figure,
+    method_tradeoff_figure,
+    tradeoff_figure,
+)
+from .weights import duality_figure, robust_value_figure, weights_figure, weights_for_knobs
+
+__all__ = [
+    "PALETTE",
+    # lesson 01 and training results
+    "weights_figure",
+    "robust_value_figure",
+    "duality_figure",
+    "decision_boundary_figure",
+    "tradeoff_figure",
+    "history_figure",
+    "summarize_runs",
+    "weights_for_knobs",
+    # lesson 02: curves over seeds, hardness-weighted sampling
+    "history_curves",
+    "curves_figure",
+    "curves_grid_figure",
+    "sampling_summary",
+    "sampling_figure",
+    "hws_sampling_figure",
+    "age_survival",
+    "age_figure",
+    "mc_error_figure",
+    # lesson 03: importance sampling
+    "is_mixture",
+    "is_estimator_stats",
+    "is_variance_figure",
+    "is_cost_figure",
+    # lesson 04: group DRO
+    "bilinear_traces",
+    "bilinear_figure",
+    "kl_to_prior",
+    "pi_star",
+    "pi_star_figure",
+    "pi_star_bar_figure",
+    "pi_trajectory_figure",
+    "method_sweep_figure",
+    "method_tradeoff_figure",
+    # lesson 05: DONE
+    "done_weight_stats",
+    "done_weight_figure",
+    "attack_toy_figure",
+    "per_class_robust_figure",
+    "attack_gap_figure",
+    "r_schedule_figure",
+    # lesson 06: GI-LS
+    "shift_field_figure",
+    "transport_vs_gamma_figure",
+    "ls_regularizer_values",
+    "regularizer_figure",
+    "generated_images_figure",
+    "cost_vs_T_figure",
+    "bo_progress_figure",
+    # lesson 07
+    "comparison_figure",
+]

@@ -1,0 +1,81 @@
+"""Widget panels that only wire sliders to the pure figure builders of :mod:`dro_lab.viz`.
+
+The logic lives in plain functions (testable without a front-end); a panel is ``HBox([VBox(controls), figure])``
+redrawn when a control moves. Anything that trains sits behind a Run button. ipywidgets is imported here, never
+by the rest of dro_lab. Widgets always say which symbol they are: "β (KL inverse temperature)", "α (CVaR level)".
+
+- :mod:`.sliders`: every slider and toggle of the course;
+- :mod:`.panels`: the generic panels (live, behind a Run button) and the in-place FigureWidget redraw;
+- :mod:`.weights`: the foundations panel (lesson 01);
+- :mod:`.sampling`: the hardness-weighted-sampling panel (lesson 02);
+- :mod:`.importance`: the importance-sampling panel (lesson 03);
+- :mod:`.group_dro`: the bilinear game, τ and π-trajectory panels (lesson 04);
+- :mod:`.adversarial`: DONE's weights and the PGD toy (lesson 05);
+- :mod:`.smoothing`: the GI-LS toy panel (lesson 06; ``gamma_for_radius``, re-exported here, is
+  :mod:`dro_lab.attacks`'s);
+- :mod:`.comparison`: the capstone's Run panel (lesson 07).
+"""
+
+from __future__ import annotations
+
+from ..attacks import gamma_for_radius
+from .adversarial import attack_toy_panel, done_r_panel
+from .comparison import comparison_panel
+from .group_dro import bilinear_panel, pi_run_panel, tau_panel
+from .importance import is_variance_panel
+from .panels import panel, run_panel
+from .sampling import hws_panel
+from .sliders import (
+    attack_alpha_slider,
+    attack_eps_slider,
+    beta_slider,
+    cvar_alpha_slider,
+    divergence_toggle,
+    done_r_slider,
+    gils_gamma_slider,
+    gils_steps_slider,
+    group_beta_slider,
+    is_alpha_slider,
+    ls_alpha_slider,
+    optimism_slider,
+    radius_slider,
+    target_radius_slider,
+    weight_exponent_slider,
+)
+from .smoothing import gils_toy_panel
+from .weights import weights_panel
+
+__all__ = [
+    "beta_slider",
+    "radius_slider",
+    "cvar_alpha_slider",
+    "divergence_toggle",
+    "panel",
+    "run_panel",
+    "weights_panel",
+    "hws_panel",
+    "is_alpha_slider",
+    "weight_exponent_slider",
+    "is_variance_panel",
+    # lesson 04: group DRO
+    "optimism_slider",
+    "group_beta_slider",
+    "bilinear_panel",
+    "tau_panel",
+    "pi_run_panel",
+    # lesson 05: DONE
+    "done_r_slider",
+    "attack_eps_slider",
+    "attack_alpha_slider",
+    "done_r_panel",
+    "attack_toy_panel",
+    # lesson 06: GI-LS
+    "ls_alpha_slider",
+    "gils_steps_slider",
+    "gils_gamma_slider",
+    "target_radius_slider",
+    "gamma_for_radius",
+    "gils_toy_panel",
+    # lesson 07
+    "comparison_panel",
+]

@@ -1,0 +1,115 @@
+"""Lesson 04, group DRO: optimism on the bilinear game, π* as β = 1/τ moves, and π over a training run.
+
+Here β is 1/τ of the group-DRO KL penalty and α the optimism of ALSO / Mirror-Prox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from .. import viz
+from .._validation import check_callable, check_number
+from ..optim.prox import bilinear_game_path
+from .panels import figure_box, live_panel, redraw
+from .sliders import STYLE, WIDE, group_beta_slider, optimism_slider
+
+
+def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> W.Box:
+    r"""Optimism on the bilinear game :math:`\min_x\max_y xy`: plain descent–ascent (α = 0) against the chosen α.
+
+    Sliders "α (optimism)" ∈ [0, 2] and "γ (step size)" ∈ [0.01, 0.5] recompute both paths of
+    :func:`dro_lab.optim.bilinear_game_path` (cheap, so live) and redraw the traces of
+    :func:`dro_lab.viz.bilinear_figure`; the read-out gives the final distances to the saddle.
+    """
+    check_number(lr, "lr (γ (step size))", low=0.0, low_open=True)
+    bilinear_game_path(lr=lr, alpha=alpha, steps=steps)  # validates alpha and steps with their names
+
+    def build(alpha, lr):
+        plain = bilinear_game_path(lr=lr, alpha=0.0, steps=steps)
+        chosen = bilinear_game_path(lr=lr, alpha=alpha, steps=steps)
+        fig = viz.bilinear_figure(
+            {"α = 0 (descent–ascent)": plain, f"α = {alpha:.2f}": chosen},
+            title=f"{steps} steps of size γ = {lr:.3g} on min_x max_y xy",
+        )
+        n_plain, n_chosen = float(plain[-1].norm()), float(chosen[-1].norm())
+        return (
+            fig,
+            f"‖z_T‖ = {n_chosen:.3g} (α = 0: {n_plain:.3g})<br><small>‖z₀‖ = {float(plain[0].norm()):.3g}</small>",
+        )
+
+    controls = {
+        "alpha": optimism_slider(alpha),
+        "lr": W.FloatSlider(
+            value=lr,
+            min=0.01,
+            max=0.5,
+            step=0.01,
+            description="γ (step size)",
+            style=STYLE,
+            layout=WIDE,
+            readout_format=".2f",
+        ),
+    }
+    return live_panel(build, controls, title="Optimistic descent–ascent on a bilinear game")
+
+
+def tau_panel(group_losses, prior=None, *, beta: float = 10.0, labels=None) -> W.Box:
+    r"""π* ∝ π̂ exp(β L) per group against the prior, as β = 1/τ moves (log slider 10⁻² … 10³).
+
+    Redraws :func:`dro_lab.viz.pi_star_bar_figure`; the read-out gives the radius reached,
+    :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)`, and τ = 1/β.
+    """
+
+    def build(beta):
+        _, r = viz.pi_star(group_losses, prior, beta=beta)
+        fig = viz.pi_star_bar_figure(group_losses, prior, beta=beta, labels=labels)
+        return fig, f"r = KL(π*‖π̂) = {r:.4f}, τ = {1.0 / beta:.3g}"
+
+    return live_panel(build, {"beta": group_beta_slider(beta)}, title="Worst-case group weights π*")
+
+
+def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha: float = 1.0) -> W.Box:
+    """Train behind a Run button and redraw the π trajectory.
+
+    On click, ``simulate(beta=β, alpha=α)`` runs with the slider values (β = 1/τ, α the optimism) and
+    returns a dict with ``"pi"`` (T, c), optional ``"kl"`` (T,), ``"labels"`` and ``"prior"``;
+    :func:`dro_lab.viz.pi_trajectory_figure` is redrawn in place and the read-out gives the final
+    :math:`r = \\mathrm{KL}(\\pi_T\\|\\hat\\pi)` (from ``"kl"``, else computed against the prior,
+    uniform by default). Printed output and errors of ``simulate`` show under the button.
+    """
+    check_callable(simulate, "simulate")
+    controls = {"beta": group_beta_slider(beta, description="β = 1/τ"), "alpha": optimism_slider(alpha)}
+    widget = go.FigureWidget(
+        layout=dict(template="plotly_white", height=380, title="Press Run to train and draw π over the steps")
+    )
+    readout = W.HTML("final r = KL(π_T‖π̂): not run yet")
+    button = W.Button(description="Run", button_style="primary", icon="play")
+    log = W.Output()
+
+    def on_click(_):
+        values = {k: w.value for k, w in controls.items()}
+        button.disabled = True
+        try:
+            with log:
+                log.clear_output(wait=True)
+                result = simulate(**values)
+            kl = result.get("kl")
+            r = float(kl[-1]) if kl is not None else viz.kl_to_prior(result["pi"][-1], result.get("prior"))
+            fig = viz.pi_trajectory_figure(
+                result["pi"],
+                labels=result.get("labels"),
+                prior=result.get("prior"),
+                kl=kl,
+                title=f"π over training, β = {values['beta']:.3g} "
+                f"(τ = {1 / values['beta']:.3g}), α = {values['alpha']:.2f}",
+            )
+            redraw(widget, fig)
+            readout.value = f"final r = KL(π_T‖π̂) = {r:.4f}"
+        finally:
+            button.disabled = False
+
+    button.on_click(on_click)
+    return figure_box("π over training (ALSO / Mirror-Prox)", controls, readout, widget, extra=(button, log))

@@ -1,0 +1,111 @@
+"""Lesson 05, attacks: the 2-D attack toy (segments, ε-balls, the PGD panel), per-class robust accuracy and PGD
+against AutoAttack, as seed means and sample standard deviations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from dro_lab import pgd_attack, viz
+
+
+def _toy_model_and_data(n=40, seed=0):
+    """A fixed linear 2-class model on points in [−3, 3]²: logit₁ − logit₀ = 2·x₁ (boundary x₁ = 0)."""
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[-1.0, 0.0], [1.0, 0.0]]))
+        model.bias.zero_()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 2, generator=g) * 6 - 3
+    y = (x[:, 0] > 0).long()
+    y[:4] = 1 - y[:4]  # a few mistakes: clean accuracy < 1
+    return model, x, y
+
+
+def test_attack_toy_figure_one_segment_per_adversarial_point_and_eps_balls():
+    rng = np.random.default_rng(1)
+    gx, gy = np.linspace(-3, 3, 7), np.linspace(-3, 3, 5)
+    prob = rng.random((5, 7))
+    pts, labels = rng.normal(size=(9, 2)), np.array([0, 1] * 4 + [0])
+    adv = pts + 0.2
+    fig = viz.attack_toy_figure(gx, gy, prob, pts, labels, adv, eps=0.2, norm="linf")
+    by = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(by["P(class 1)"].z, prob)
+    assert by["boundary P = 0.5"].contours.start == 0.5 == by["boundary P = 0.5"].contours.end
+    seg = by["clean → adversarial"]
+    assert len(seg.x) == 3 * 9 and sum(v is None for v in seg.x) == 9
+    np.testing.assert_allclose(np.array(seg.x, dtype=float).reshape(9, 3)[:, :2], np.c_[pts[:, 0], adv[:, 0]])
+    np.testing.assert_allclose(by["class 1 (adversarial)"].y, adv[labels == 1, 1])
+    np.testing.assert_allclose(by["class 0 (clean)"].x, pts[labels == 0, 0])
+    ball = by["ε-ball (L∞, ε = 0.2)"]
+    assert sum(v is None for v in ball.x) == 5  # first 5 points
+    square = np.array(ball.x[:5], dtype=float)
+    np.testing.assert_allclose([square.min(), square.max()], [pts[0, 0] - 0.2, pts[0, 0] + 0.2])
+    circle = viz.attack_toy_figure(gx, gy, prob, pts, labels, eps=0.5, norm="l2", n_balls=1).data[-1]
+    r = np.hypot(np.array(circle.x[:-1], dtype=float) - pts[0, 0], np.array(circle.y[:-1], dtype=float) - pts[0, 1])
+    np.testing.assert_allclose(r, 0.5)
+    assert not any(t.name == "clean → adversarial" for t in viz.attack_toy_figure(gx, gy, prob, pts, labels).data)
+    with pytest.raises(ValueError, match="grid_prob"):
+        viz.attack_toy_figure(gx, gy, prob.T, pts, labels)
+
+
+def test_per_class_robust_figure_bars_are_seed_means_and_the_worst_are_the_smallest():
+    rng = np.random.default_rng(2)
+    at, done = rng.random((3, 10)), rng.random((3, 10))
+    fig = viz.per_class_robust_figure({"AT": at, "DONE": done}, paper={"DONE": np.linspace(0, 1, 10)})
+    bars = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(bars["AT"].y, at.mean(0))
+    np.testing.assert_allclose(bars["DONE"].error_y.array, done.std(0, ddof=1))
+    worst = set(np.argsort(at.mean(0))[:3])
+    assert {j for j, w in enumerate(bars["AT"].marker.line.width) if w > 0} == worst
+    assert all(w == 0 for w in bars["DONE"].marker.line.width)
+    assert {int(round((s.x0 + s.x1) / 2)) for s in fig.layout.shapes} == worst
+    assert bars["DONE (paper)"].mode == "markers" and bars["DONE (paper)"].offsetgroup == "DONE"
+    one = viz.per_class_robust_figure({"AT": at[0]}, class_names=list("abcdefghij"), highlight_worst=1)
+    assert list(one.data[0].x) == list("abcdefghij") and len(one.layout.shapes) == 1
+    with pytest.raises(ValueError, match="DONE"):
+        viz.per_class_robust_figure({"AT": at, "DONE": done[:, :4]})
+
+
+def test_attack_gap_figure_bars_are_seed_means_with_paper_markers():
+    pgd = {"AT": [0.50, 0.52, 0.54], "DONE": [0.58]}
+    aa = {"AT": [0.45, 0.47, 0.46], "DONE": [0.50]}
+    fig = viz.attack_gap_figure(pgd, aa, paper={"DONE": (0.57, 0.49)})
+    by = {t.name: t for t in fig.data}
+    np.testing.assert_allclose(by["PGD-20 (ours)"].y, [0.52, 0.58])
+    np.testing.assert_allclose(by["AutoAttack (ours)"].y, [0.46, 0.50])
+    np.testing.assert_allclose(by["PGD-20 (ours)"].error_y.array, [np.std(pgd["AT"], ddof=1), 0.0])
+    assert list(by["AutoAttack (ours)"].text) == ["gap 0.06", "gap 0.08"]
+    assert list(by["PGD-20 (paper)"].x) == ["DONE"] and by["AutoAttack (paper)"].y == (0.49,)
+    with pytest.raises(ValueError, match="same"):
+        viz.attack_gap_figure({"AT": [0.5]}, {"DONE": [0.4]})
+
+
+def test_attack_toy_panel_eps_zero_is_clean_and_larger_eps_moves_points():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    model, x, y = _toy_model_and_data()
+    clean = float((model(x).argmax(1) == y).double().mean())
+    box = widgets.attack_toy_panel(model, x, y, eps=0.0, alpha=0.05, steps=10, grid=20)
+    eps_w, a_w = box.sliders["eps"], box.sliders["alpha"]
+    assert eps_w.description == "ε (attack radius)" and (eps_w.min, eps_w.max) == (0.0, 1.0)
+    assert a_w.description == "α (attack step)" and a_w.min > 0
+    by = {t.name: t for t in box.figure.data}
+    assert by["P(class 1)"].z.shape == (20, 20)
+    seg = np.array(by["clean → adversarial"].x, dtype=float).reshape(-1, 3)
+    np.testing.assert_allclose(seg[:, 0], seg[:, 1])  # ε = 0: adversarial = clean
+    assert box.readout.value == f"robust accuracy at ε = 0.00: {clean:.3f} (clean {clean:.3f})"
+    trace = box.figure.data[2]
+    eps_w.value = 0.5
+    assert box.figure.data[2] is trace  # redrawn in place
+    seg = np.array(box.figure.data[2].x, dtype=float).reshape(-1, 3)
+    moved = np.abs(seg[:, 1] - seg[:, 0])
+    assert moved.max() > 0.1 and moved.max() <= 0.5 + 1e-6
+    x_adv = pgd_attack(
+        model, x, y, eps=0.5, alpha=0.05, steps=10, clamp=None, generator=torch.Generator().manual_seed(0)
+    )
+    robust = float((model(x_adv).argmax(1) == y).double().mean())
+    assert robust < clean
+    assert box.readout.value == f"robust accuracy at ε = 0.50: {robust:.3f} (clean {clean:.3f})"
+    assert "ε = 0.5" in [t.name for t in box.figure.data][-1]

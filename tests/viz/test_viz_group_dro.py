@@ -1,0 +1,176 @@
+"""Lesson 04: the bilinear game's paths, π* against the closed form π̂·exp(βL) / Σ, π over training, and the
+panels that redraw them in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dro_lab import bilinear_game_path, viz
+
+
+def _bilinear_paths(lr=0.1, steps=300):
+    return {a: bilinear_game_path(lr=lr, alpha=a, steps=steps).numpy() for a in (0.0, 1.0)}
+
+
+def _softmax_prior(losses, prior, beta):
+    """Closed form π* ∝ π̂ exp(β L), shifted by max(β L) so large β does not overflow."""
+    z = np.log(prior) + beta * np.asarray(losses)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def test_bilinear_figure_marks_saddle_and_start_and_animates_at_most_60_frames():
+    paths = _bilinear_paths()
+    fig = viz.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
+    names = [t.name for t in fig.data]
+    assert "saddle (0, 0)" in names and "start z₀" in names
+    saddle = fig.data[names.index("saddle (0, 0)")]
+    assert (saddle.x[0], saddle.y[0]) == (0.0, 0.0)
+    start = fig.data[names.index("start z₀")]
+    np.testing.assert_allclose(start.x, [1.0, 1.0]) and np.testing.assert_allclose(start.y, [1.0, 1.0])
+    norm0, norm1 = (float(np.hypot(*paths[a][-1])) for a in (0.0, 1.0))
+    assert norm0 > 1.0 > norm1  # descent–ascent spirals out, Popov spirals in
+    assert f"{norm0:.3g}" in names[0] and f"{norm1:.3g}" in names[2]
+    assert 2 <= len(fig.frames) <= 60
+    assert fig.frames[0].name == "0" and fig.frames[-1].name == "300"
+    np.testing.assert_allclose(fig.frames[-1].data[2].x, paths[1.0][:, 0])  # α = 1 trail, last frame
+    np.testing.assert_allclose(fig.frames[0].data[1].x, [1.0])  # α = 0 iterate at t = 0
+    assert [b.label for b in fig.layout.updatemenus[0].buttons][0].endswith("play")
+    assert len(fig.layout.sliders[0].steps) == len(fig.frames)
+    assert fig.layout.xaxis.range[1] == pytest.approx(1.5 * np.abs(paths[1.0]).max())
+
+
+def test_bilinear_figure_keeps_the_view_on_the_converging_path():
+    paths = _bilinear_paths(lr=0.3)  # α = 0 reaches ‖z‖ ~ 6e5
+    fig = viz.bilinear_figure({"gda": paths[0.0], "optimistic": paths[1.0]})
+    half = fig.layout.xaxis.range[1]
+    assert half == pytest.approx(1.5 * np.abs(paths[1.0]).max())
+    assert np.abs(np.asarray(fig.data[0].x)).max() > half  # the diverging path leaves the frame
+    assert np.isfinite(np.asarray(fig.data[0].x, dtype=float)).all() and not fig.frames
+    with pytest.raises(ValueError, match=r"\(T, 2\)"):
+        viz.bilinear_figure({"bad": np.zeros((5, 3))})
+
+
+def test_pi_star_figure_runs_from_the_prior_to_the_worst_group_against_the_closed_form():
+    losses, prior = np.array([0.2, 1.0, 0.5]), np.array([0.5, 0.3, 0.2])
+    betas = [1e-4, 0.3, 3.0, 1e3]
+    fig = viz.pi_star_figure(losses, prior, betas)
+    lines = [t for t in fig.data if t.name.startswith("π*")]
+    assert len(lines) == 3
+    pis = np.stack([np.asarray(t.y) for t in lines], 1)  # (len(betas), groups)
+    np.testing.assert_allclose(pis, [_softmax_prior(losses, prior, b) for b in betas], atol=1e-9)
+    np.testing.assert_allclose(pis[0], prior, atol=1e-3)  # β → 0: the prior
+    assert np.argmax(pis[-1]) == np.argmax(losses) and pis[-1].max() > 0.99
+    kl = next(t for t in fig.data if t.name.startswith("r ="))
+    expected = [float(np.sum(q * np.log(np.maximum(q, 1e-300) / prior))) for q in pis]
+    np.testing.assert_allclose(kl.y, expected, atol=1e-9)
+    assert kl.yaxis == "y2" and fig.layout.xaxis.type == "log"
+    with pytest.raises(ValueError, match="betas"):
+        viz.pi_star_figure(losses, prior, [0.0, 1.0])
+
+
+def test_pi_trajectory_figure_shows_the_top_groups_and_sums_the_others():
+    rng = np.random.default_rng(0)
+    pi = rng.dirichlet(np.ones(12), size=25)
+    prior = np.arange(1, 13, dtype=float)
+    fig = viz.pi_trajectory_figure(
+        pi, prior=prior, kl=np.linspace(0, 1, 25), top=4, labels=[f"c{j}" for j in range(12)]
+    )
+    lines = [t for t in fig.data if t.name.startswith("π: ")]
+    assert len(lines) == 5 and lines[-1].name.startswith("π: others (8")
+    top = sorted(np.argsort(-pi[-1])[:4])
+    assert [t.name for t in lines[:4]] == [f"π: c{j}" for j in top]
+    shown = np.sum([np.asarray(t.y) for t in lines[:4]], 0)
+    np.testing.assert_allclose(lines[-1].y, 1.0 - shown, atol=1e-12)
+    levels = [t for t in fig.data if t.name.startswith("prior")]
+    np.testing.assert_allclose([t.y[0] for t in levels[:4]], prior[top] / prior.sum())
+    assert all(t.line.dash == "dash" for t in levels)
+    kl = next(t for t in fig.data if t.name.startswith("r_t"))
+    assert kl.yaxis == "y2"
+    few = viz.pi_trajectory_figure(pi[:, :3] / pi[:, :3].sum(1, keepdims=True))
+    assert len(few.data) == 3 and not any("others" in t.name for t in few.data)
+    with pytest.raises(ValueError, match="kl"):
+        viz.pi_trajectory_figure(pi, kl=[0.0])
+
+
+def test_bilinear_panel_sliders_move_the_paths_and_the_readout():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    box = widgets.bilinear_panel(lr=0.1, alpha=1.0, steps=300)
+    a_w, lr_w = box.sliders["alpha"], box.sliders["lr"]
+    assert box.children[0].children[1:3] == (a_w, lr_w)
+    assert a_w.description == "α (optimism)" and (a_w.min, a_w.max) == (0.0, 2.0)
+    assert lr_w.description == "γ (step size)" and (lr_w.min, lr_w.max) == (0.01, 0.5)
+    before, trace = np.array(box.figure.data[2].x), box.figure.data[2]
+    a_w.value = 0.5
+    after = np.array(box.figure.data[2].x)
+    assert box.figure.data[2] is trace  # redrawn in place
+    assert before.shape != after.shape or not np.allclose(before, after)
+    n = float(bilinear_game_path(lr=0.1, alpha=0.5, steps=300)[-1].norm())
+    n0 = float(bilinear_game_path(lr=0.1, alpha=0.0, steps=300)[-1].norm())
+    assert box.readout.value.startswith(f"‖z_T‖ = {n:.3g} (α = 0: {n0:.3g})")
+    lr_w.value = 0.3
+    assert f"{float(bilinear_game_path(lr=0.3, alpha=0.0, steps=300)[-1].norm()):.3g}" in box.readout.value
+
+
+def test_tau_panel_bars_follow_beta_against_the_closed_form():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    losses, prior = np.array([0.2, 1.0, 0.5]), np.array([0.5, 0.3, 0.2])
+    box = widgets.tau_panel(losses, prior, beta=1.0)
+    b_w = box.sliders["beta"]
+    assert b_w.description == "β = 1/τ (robustness)" and (b_w.min, b_w.max) == (-2, 3)
+    bars = {t.name: t for t in box.figure.data}
+    np.testing.assert_allclose(bars["prior π̂"].y, prior)
+    np.testing.assert_allclose(bars["π*(β)"].y, _softmax_prior(losses, prior, 1.0), atol=1e-9)
+    b_w.value = 100.0
+    q = _softmax_prior(losses, prior, 100.0)
+    np.testing.assert_allclose(box.figure.data[1].y, q, atol=1e-9)
+    r = float(np.sum(q * np.log(np.maximum(q, 1e-300) / prior)))
+    assert box.readout.value == f"r = KL(π*‖π̂) = {r:.4f}, τ = 0.01"
+
+
+def test_pi_run_panel_button_calls_simulate_with_the_slider_values():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    rng = np.random.default_rng(3)
+    calls = []
+
+    def simulate(*, beta, alpha):
+        calls.append((beta, alpha))
+        pi = rng.dirichlet(np.ones(3), size=6)
+        return {"pi": pi, "kl": np.linspace(0.0, 0.25, 6), "labels": ["a", "b", "c"]}
+
+    box = widgets.pi_run_panel(simulate, beta=10.0, alpha=1.0)
+    b_w, a_w = box.sliders["beta"], box.sliders["alpha"]
+    assert b_w.description.startswith("β = 1/τ") and a_w.description == "α (optimism)"
+    button = next(w for w in box.children[0].children if getattr(w, "description", "") == "Run")
+    assert not calls and len(box.figure.data) == 0
+    b_w.value, a_w.value = 1.0, 0.5
+    button.click()
+    assert calls == [(1.0, 0.5)]
+    assert [t.name for t in box.figure.data] == ["π: a", "π: b", "π: c", "r_t = KL(π_t‖π̂)"]
+    assert box.readout.value == "final r = KL(π_T‖π̂) = 0.2500"
+    first = np.array(box.figure.data[0].y)
+    a_w.value = 2.0
+    button.click()
+    assert calls[-1] == (1.0, 2.0) and not np.allclose(first, box.figure.data[0].y)
+    assert "α = 2.00" in box.figure.layout.title.text
+    more = {"pi": rng.dirichlet(np.ones(4), size=6), "prior": np.ones(4)}  # another shape: traces replaced
+    box2 = widgets.pi_run_panel(lambda *, beta, alpha: simulate(beta=beta, alpha=alpha) if alpha > 1 else more)
+    run2 = next(w for w in box2.children[0].children if getattr(w, "description", "") == "Run")
+    run2.click()
+    box2.sliders["alpha"].value = 1.5
+    run2.click()
+    assert [t.name for t in box2.figure.data] == ["π: a", "π: b", "π: c", "r_t = KL(π_t‖π̂)"]
+    assert all(t.line.dash is None for t in box2.figure.data[:3])
+
+
+def test_pi_run_panel_computes_the_final_radius_when_simulate_gives_no_kl():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    pi = np.array([[0.25, 0.25, 0.5], [0.1, 0.2, 0.7]])
+    prior = np.array([0.2, 0.3, 0.5])
+    box = widgets.pi_run_panel(lambda *, beta, alpha: {"pi": pi, "prior": prior})
+    next(w for w in box.children[0].children if getattr(w, "description", "") == "Run").click()
+    r = float(np.sum(pi[-1] * np.log(pi[-1] / prior)))
+    assert box.readout.value == f"final r = KL(π_T‖π̂) = {r:.4f}"
+    levels = [t for t in box.figure.data if t.name.startswith("prior")]
+    np.testing.assert_allclose([t.y[0] for t in levels], prior)

@@ -1,0 +1,92 @@
+"""Lesson 03: the importance-sampling mixture and the exact moments of its gradient estimate against enumeration
+of the one-draw estimates, the figure built on them and its panel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dro_lab import viz
+
+
+def _gram_and_grads(n=6, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    G = rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, size=(n, 1))
+    return G @ G.T, G
+
+
+def test_is_mixture_endpoints_and_validation():
+    g = np.array([1.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(viz.is_mixture(g, 0.0), [0.25] * 4)
+    np.testing.assert_allclose(viz.is_mixture(g, 1.0), g / g.sum())
+    np.testing.assert_allclose(viz.is_mixture(g, 0.5), 0.5 * (0.25 + g / g.sum()))
+    np.testing.assert_allclose(viz.is_mixture(np.zeros(3), 1.0), [1 / 3] * 3)
+    with pytest.raises(ValueError, match="alpha"):
+        viz.is_mixture(g, 1.5)
+
+
+def test_is_estimator_stats_against_enumeration_and_closed_forms():
+    K, G = _gram_and_grads()
+    n = len(K)
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(n))
+    for e, B in ((1.0, 1), (0.0, 3), (0.5, 5)):
+        w = (1 / (n * p)) ** e
+        X = w[:, None] * G  # the n possible one-draw estimates
+        mean = p @ X
+        var1 = p @ (X**2).sum(1) - mean @ mean
+        s = viz.is_estimator_stats(K, p, weight_exponent=e, batch_size=B)
+        assert s["variance"] == pytest.approx(var1 / B, rel=1e-10)
+        assert s["bias_sq"] == pytest.approx(float(((mean - G.mean(0)) ** 2).sum()), abs=1e-10)
+        assert s["mse"] == pytest.approx(s["variance"] + s["bias_sq"])
+    g = np.linalg.norm(G, axis=1)
+    s_gn = viz.is_estimator_stats(K, g / g.sum())  # H(p^GN)/N² = (Σg)²/N²
+    assert s_gn["second_moment"] == pytest.approx(g.sum() ** 2 / n**2)
+    assert s_gn["bias_sq"] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="gram"):
+        viz.is_estimator_stats(K[:3, :3], p)
+
+
+def test_is_variance_figure_is_smallest_at_pgn_with_unbiased_weights_and_rho_rises():
+    K, _ = _gram_and_grads()
+    fig = viz.is_variance_figure(K, alpha=0.3, weight_exponent=1.0, batch_size=2)
+    var = next(t for t in fig.data if t.name == "tr Var")
+    assert np.argmin(var.y) == len(var.y) - 1  # α = 1 is optimal
+    assert np.all(np.diff(var.y) <= 1e-12)  # S non-decreasing along the segment
+    rho = next(t for t in fig.data if t.name == "ρ(p^(α))")
+    assert rho.y[0] == pytest.approx(0.0, abs=1e-9) and rho.y[-1] == pytest.approx(1.0)
+    bias = next(t for t in fig.data if t.name == "bias²")
+    assert max(bias.y) < 1e-10
+    fig0 = viz.is_variance_figure(K, alpha=0.8, weight_exponent=0.0)
+    assert max(next(t for t in fig0.data if t.name == "bias²").y) > 1e-6  # forgotten weights: biased
+    assert "ρ" in fig.layout.title.text
+
+
+def test_is_cost_figure_bars_are_means_with_paper_markers():
+    fig = viz.is_cost_figure(
+        {"u": {"SGD": [1.0, 3.0]}, "p^GN": {"SGD": [4.0, 6.0]}}, paper={"u": {"SGD": 26.5}, "p^GN": {"SGD": 53.0}}
+    )
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [b.y[0] for b in bars] == [2.0, 5.0]
+    assert bars[0].error_y.array[0] == pytest.approx(np.std([1.0, 3.0], ddof=1))
+    assert [t.y[0] for t in fig.data if t.type == "scatter"] == [26.5, 53.0]
+
+
+def test_is_variance_panel_redraws_and_labels_its_sliders(monkeypatch):
+    widgets = pytest.importorskip("dro_lab.widgets")
+    calls = []
+
+    def fake(gram, *, alpha, weight_exponent, batch_size):
+        calls.append((alpha, weight_exponent, batch_size))
+        return None
+
+    monkeypatch.setattr(viz, "is_variance_figure", fake)
+    K, _ = _gram_and_grads()
+    box = widgets.is_variance_panel(K, alpha=0.5, batch_size=5)
+    a_w, e_w = box.children[0].children[1:3]
+    assert "uniform mixing" in a_w.description and "weight exponent" in e_w.description
+    assert "β" not in a_w.description + e_w.description
+    a_w.value = 0.9
+    assert calls[-1] == (0.9, 1.0, 5)
+    e_w.value = 0.0
+    assert calls[-1] == (0.9, 0.0, 5)
