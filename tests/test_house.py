@@ -5,7 +5,8 @@
 * the import-linter contract of ``pyproject.toml`` (the layers, from the command line down to the argument
   checks) holds, and no module imports another of the library inside a function unless it says why;
 * ``ruff check`` and ``ruff format --check`` are clean;
-* docstrings and comments cite the papers, never documents the reader does not have ("spec", "pitfall N").
+* docstrings and comments cite the papers, never documents the reader does not have ("spec", "pitfall N"), and
+  carry no frozen timing tables (`dro-lab bench` measures speed).
 """
 
 from __future__ import annotations
@@ -146,6 +147,15 @@ def test_the_library_cites_papers_not_documents_the_reader_lacks():
         if _ELSEWHERE.search(text)
     ]
     assert not hits, "cite the paper (section, equation) instead:\n" + "\n".join(hits[:40])
+
+
+_TIMINGS = re.compile(r"\bMEASURED\b|\bmedian (ms|s)\b|\bms per (call|step|epoch)\b|\bs per epoch on\b")
+
+
+def test_no_frozen_timing_tables_in_docstrings():
+    """Speed claims are measured by ``dro-lab bench`` on the reader's machine, not copied into docstrings."""
+    hits = [f"{p.relative_to(REPO)}:{line}" for p in _modules() for line, text in _prose(p) if _TIMINGS.search(text)]
+    assert not hits, hits
 
 
 def test_library_code_never_chooses_cuda_itself():

@@ -34,7 +34,7 @@ Modules, from the bottom up:
 - ``control``: :class:`RunInterrupted` and the run's papermill processes; ``execute``: one lesson through
   papermill, its HTML page and its ``<id>.run.json`` (resume);
 - ``report``: :func:`summary_table`, :func:`write_summary`; ``runner``: :func:`run_course`;
-- ``sweep``: :func:`parse_sweep`, :func:`run_sweep`, :class:`SweepResult`; ``sweep_report``:
+- ``sweep``: :func:`parse_sweep`, :func:`run_sweep` (its :class:`SweepResult` lives in ``results``); ``sweep_report``:
   :func:`sweep_table`, :func:`sweep_figure`, :func:`write_sweep_summary`.
 """
 
@@ -46,9 +46,9 @@ from .lesson_setup import LessonSetup, setup_lesson
 from .parameters import PRESET_ENV, check_parameter, notebook_parameters, parse_parameter_value
 from .records import RECORD_ENV, read_records, record
 from .report import summary_table, write_summary
-from .results import FAILURE_KINDS, FailingCell, LessonResult
+from .results import FAILURE_KINDS, FailingCell, LessonResult, SweepResult
 from .runner import DEFAULT_TIMEOUT, run_course
-from .sweep import SweepResult, parse_sweep, run_sweep
+from .sweep import parse_sweep, run_sweep
 from .sweep_report import sweep_figure, sweep_table, write_sweep_summary
 from .syllabus import DEFAULT_PRESETS, Lesson, Syllabus, SyllabusError, find_syllabus, load_syllabus, syllabus_markdown
 

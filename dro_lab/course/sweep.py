@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from ._files import canonical, sha256
 from .control import RunInterrupted
 from .parameters import IDENT_RE, notebook_parameters, parse_parameter_value
 from .report import write_summary
-from .results import LessonResult
+from .results import LessonResult, SweepResult
 from .runner import (
     DEFAULT_TIMEOUT,
     _check_overrides,
@@ -90,46 +89,6 @@ def _folder_name(param: str, label: str, taken: set[str]) -> str:
         candidate, k = f"{name}-{k}", k + 1
     taken.add(candidate.lower())
     return candidate
-
-
-@dataclass
-class SweepResult:
-    """The outcome of :func:`run_sweep`.
-
-    Attributes:
-        param: the swept parameter.
-        values: the values, in the order given.
-        runs: value label (the value as typed, e.g. ``"0.1"``) -> one :class:`~.results.LessonResult`
-            per syllabus lesson, in syllabus order (unselected lessons ``"skipped"``).
-        out: the sweep's folder ``<out>/sweep-<param>``.
-        folders: value label -> the folder of that value's course run.
-        lessons: ids of the lessons swept.
-        preset: the preset.
-        parameters: the other parameters given (not swept).
-    """
-
-    param: str
-    values: list[Any]
-    runs: dict[str, list[LessonResult]]
-    out: Path | None = None
-    folders: dict[str, Path] = field(default_factory=dict)
-    lessons: list[str] = field(default_factory=list)
-    preset: str | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def labels(self) -> list[str]:
-        """Value labels, in the order of :attr:`values`."""
-        return list(self.runs)
-
-    @property
-    def ok(self) -> bool:
-        """True when no run of any value failed."""
-        return all(r.ok for results in self.runs.values() for r in results)
-
-    def results(self, label: str) -> list[LessonResult]:
-        """The swept lessons' results for one value label (skipped lessons left out)."""
-        return [r for r in self.runs[label] if r.id in self.lessons or (not self.lessons and r.status != "skipped")]
 
 
 def _check_sweep(

@@ -16,8 +16,7 @@ from .. import __version__
 from ._files import jsonable, md_cell, relative_posix, write_text_atomic
 
 if TYPE_CHECKING:
-    from .results import LessonResult
-    from .sweep import SweepResult
+    from .results import LessonResult, SweepResult
 
 _SWEEP_PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Sweep over {param}</title>

@@ -168,27 +168,11 @@ def per_sample_grad_norms(
     * ``"auto"`` (default) — ``"ghost"`` when it applies, else ``"vmap"``; ``"vmap"`` when
       ``return_grads=True``.
 
-    Why ghost by default: it is one ordinary batched pass plus cheap per-layer products, so on a
-    CPU it costs about 1–2× one ordinary forward+backward of the batch, at every batch size. vmap
-    pays for forming all ``b × P`` per-sample gradients (for :class:`SmallCNN` P = 401 692 with 2
-    classes: 206 MB at b = 128) and was 2–14× a backward; with 1 thread it was slower than a
-    Python loop of single-example backwards in 5 of the 6 cases below, with 2 threads at most
-    1.7× faster than the loop. Ghost was 1.2–4.6× faster than the loop (1 thread) and 1.4–7×
-    faster than vmap.
-
-    MEASURED (2-core shared CPU, torch 2.14, float32, 28×28 inputs, median ms per call;
-    ``bwd`` = ordinary batched forward+backward of the mean loss, ``loop`` = b single-example
-    ``autograd.grad`` calls, ``last`` = :func:`last_layer_grad_norms`)::
-
-        threads model            b   bwd    ghost   vmap    loop   last
-        1       DigitsCNN(s=28)   5   2.1    2.8     6.6     3.6   1.0
-        1       DigitsCNN(s=28)  32   9.9   17.9    25.0    22.1   3.8
-        1       DigitsCNN(s=28) 128  47.7   50.7    99.2    90.7  14.0
-        1       SmallCNN(2 cls)   5   1.7    2.4     5.9     6.2   0.7
-        1       SmallCNN(2 cls)  32   5.1    8.8    61.8    40.7   1.4
-        1       SmallCNN(2 cls) 128  18.1   34.7   221.4   158.0   3.9
-        2       DigitsCNN(s=28) 128  22.7   29.1    58.9    98.9   7.9
-        2       SmallCNN(2 cls) 128  10.0   17.1   144.2   149.9   2.4
+    Why ghost by default: it is one ordinary batched pass plus cheap per-layer products, so its cost stays a
+    small multiple of one ordinary forward+backward at every batch size, while vmap forms all ``b × P``
+    per-sample gradients (for :class:`SmallCNN` P = 401 692 with 2 classes: 206 MB at b = 128) and a Python loop
+    pays one backward per example. ``dro-lab bench --only pergrad`` times the three (and the forward-only
+    :func:`last_layer_grad_norms`) on your machine; the README gives the ratios.
 
     Caveats:
 
