@@ -59,6 +59,7 @@ def main() -> None:
         print(f"{hist.strategy} on {hist.world_size} process(es), global batch "
               f"{hist.world_size * args.batch_size}, device {hist.device}")
     if dist.is_initialized():
+        dist.barrier()  # every rank done before the process group goes
         dist.destroy_process_group()
 
 

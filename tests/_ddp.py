@@ -7,6 +7,7 @@ single process, and saves what it computed to `OUT.rank<r>` for the test to comp
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -26,7 +27,11 @@ def finish(result: dict, out: str, distributed: bool) -> None:
     rank = dist.get_rank() if distributed else 0
     torch.save(result, f"{out}.rank{rank}")
     if distributed:
-        # every rank reaches the end before any tears gloo down: a rank that leaves first can make its peer's
-        # gloo threads abort ("terminate called without an active exception")
+        # every rank reaches the end before any tears gloo down, then the process leaves without the interpreter's
+        # teardown: gloo threads still referenced by the DDP model can otherwise abort at exit ("terminate called
+        # without an active exception"), which fails the launch although every result was saved
         dist.barrier()
         dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -63,9 +63,19 @@ class Strategy:
         train=None,
         loss_fn: Callable | None = None,
     ) -> None:
+        """Remember the run's context as attributes of the same names (``self.n``, ``self.device``, ...).
+
+        A method that needs set-up overrides it as ``def setup(self, n, **context)``, calls
+        ``super().setup(n, **context)`` first and reads what it needs from ``self`` (a sampler refreshes
+        its table from ``self.model`` and ``self.train``, a reweighting method reads the training labels).
+        """
         self.n = n
         self.device = device
         self.generator = generator
+        self.batch_size = batch_size
+        self.model = model
+        self.train = train
+        self.loss_fn = loss_fn
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
         perm = torch.randperm(self.n, generator=self.generator)

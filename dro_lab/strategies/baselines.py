@@ -23,7 +23,7 @@ weighted sum of per-sample gradients (Danskin / envelope theorem).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -64,21 +64,11 @@ class UpsamplingStrategy(Strategy):
 
     name = "upsampling"
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
-        labels = _training_labels(train, "UpsamplingStrategy", n)
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        labels = _training_labels(self.train, "UpsamplingStrategy", n)
         # multinomial draws on the generator's device (fit's generator is a CPU one)
-        self.probs = class_balanced_weights(labels.cpu()).to(generator.device)
+        self.probs = class_balanced_weights(labels.cpu()).to(self.generator.device)
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
         for start in range(0, self.n, batch_size):
@@ -98,20 +88,10 @@ class StaticWeightsStrategy(Strategy):
 
     name = "static-weights"
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
-        labels = _training_labels(train, "StaticWeightsStrategy", n)
-        self.weights = class_balanced_weights(labels).to(device)
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        labels = _training_labels(self.train, "StaticWeightsStrategy", n)
+        self.weights = class_balanced_weights(labels).to(self.device)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         w = self.weights[indices.to(self.weights.device)]
@@ -267,18 +247,9 @@ class OnlineGroupDROStrategy(Strategy):
             raise RuntimeError("q does not exist yet: it is created when fit sets the strategy up")
         return self._q
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        device, train = self.device, self.train
         if train is None:
             raise ValueError("OnlineGroupDROStrategy needs the training set: run it through dro_lab.fit")
         if self.grouping == "class":

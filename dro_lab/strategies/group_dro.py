@@ -112,18 +112,9 @@ class GroupDROStrategy(Strategy):
         self.name = f"{method}({','.join(tags)})"
 
     # -- groups
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        device, train = self.device, self.train
         labels = labels_of(train).to(device) if train is not None and self.grouping != "group" else None
         self.member_table = None  # which group each example is in, for group-first sampling
         if self.grouping == "sample":
@@ -258,9 +249,9 @@ class _Wrapper(Strategy):
             raise TypeError(f"inner must be a dro_lab Strategy, got {type(inner).__name__}")
         self.inner = inner
 
-    def setup(self, n, **kw):
-        super().setup(n, device=kw["device"], generator=kw["generator"])
-        self.inner.setup(n, **kw)
+    def setup(self, n, **context):
+        super().setup(n, **context)
+        self.inner.setup(n, **context)
 
     def make_optimizer(self, params, **kw):
         return self.inner.make_optimizer(params, **kw)
@@ -331,10 +322,10 @@ class TransformGroupsStrategy(_Wrapper):
             inner.external_groups = True
         self.name = f"{inner.describe()}+transforms({len(self.transforms)})"
 
-    def setup(self, n, **kw):
+    def setup(self, n, **context):
         if isinstance(self.inner, GroupDROStrategy):
             self.inner.group_sizes_override = torch.full((len(self.transforms),), float(n), dtype=torch.float64)
-        super().setup(n, **kw)
+        super().setup(n, **context)
 
     def transform(self, x, y, *, indices, groups, model):
         c = len(self.transforms)

@@ -29,14 +29,9 @@ class _SamplerStrategy(Strategy):
     sampler = None
     _saved: dict | None = None
 
-    def _attach(
-        self,
-        n: int,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None,
-        refresh_fn: Callable[[], Tensor] | None,
-    ) -> None:
+    def _attach(self, refresh_fn: Callable[[], Tensor] | None) -> None:
+        """The sampler of this run (set up by :meth:`setup`): kept from an earlier fit on the same data, else new."""
+        n, device = self.n, self.device
         if self.sampler is not None and self.sampler.n == n and self.sampler.device == device:
             self.sampler.refresh_fn = refresh_fn  # a later fit: keep the table, continue
             return
@@ -44,12 +39,12 @@ class _SamplerStrategy(Strategy):
         # and takes its slice, then observes the all-gathered losses), so the sampler is the single-process one.
         self.sampler = self.sampler_cls(
             n,
-            batch_size or 64,
+            self.batch_size or 64,
             device=device,
             refresh_fn=refresh_fn,
             world_size=1,
             rank=0,
-            generator=torch.Generator(device=device).manual_seed(generator.initial_seed()),
+            generator=torch.Generator(device=device).manual_seed(self.generator.initial_seed()),
             **self.options,
         )
         if self._saved is not None:
@@ -141,24 +136,15 @@ class HardnessWeightedStrategy(_SamplerStrategy):
         tags = ",".join([f"β={float(beta):g}", *([mode] if mode else []), *beyond])
         self.name = f"hws-{divergence}({tags})"
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
         refresh_fn = None
         if self.options["refresh_every"]:
+            model, train, loss_fn = self.model, self.train, self.loss_fn
             if model is None or train is None:
                 raise ValueError("exact_history / refresh_every need the model and training set (run through fit)")
             refresh_fn = lambda: dataset_losses(model, train, loss_fn=loss_fn)  # noqa: E731
-        self._attach(n, device, generator, batch_size, refresh_fn)
+        self._attach(refresh_fn)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         if self.sampler.use_importance_weights:
@@ -260,22 +246,12 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
             out.append(self._scores(x, y).detach().float())
         return torch.cat(out)
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
-        if model is None or train is None:
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        if self.model is None or self.train is None:
             raise ValueError("ImportanceSamplingStrategy needs the model and the training set (run it through fit)")
-        self.model, self.train, self.loss_fn = model, train, loss_fn or per_sample_cross_entropy
-        self._attach(n, device, generator, batch_size, self._all_scores if self.options["refresh_every"] else None)
+        self.loss_fn = self.loss_fn or per_sample_cross_entropy
+        self._attach(self._all_scores if self.options["refresh_every"] else None)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
         return (self.sampler.weights(indices).to(losses.dtype) * losses).mean()

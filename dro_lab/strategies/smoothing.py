@@ -34,8 +34,6 @@ Matérn-5/2 GP in Ax.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import Tensor
 
@@ -138,20 +136,10 @@ class GILSStrategy(_MeanStats, Strategy):
         self.name = f"gi-ls(α={self.alpha:g},T={self.steps},η={self.eta:g},γ={self.gamma:g}{tag})"
         self._reset_stats()
 
-    def setup(
-        self,
-        n: int,
-        *,
-        device: torch.device,
-        generator: torch.Generator,
-        batch_size: int | None = None,
-        model: torch.nn.Module | None = None,
-        train=None,
-        loss_fn: Callable | None = None,
-    ) -> None:
-        super().setup(n, device=device, generator=generator)
-        if model is not None and num_classes_of(model) is not None:
-            check_ls_alpha(self.alpha, num_classes_of(model))
+    def setup(self, n: int, **context) -> None:
+        super().setup(n, **context)
+        if self.model is not None and num_classes_of(self.model) is not None:
+            check_ls_alpha(self.alpha, num_classes_of(self.model))
         self._reset_stats()
 
     def generate(self, x: Tensor, y: Tensor, model: torch.nn.Module) -> tuple[Tensor, Tensor]:

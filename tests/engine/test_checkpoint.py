@@ -386,7 +386,9 @@ for name in ("erm", "hws"):
     c = run(name, checkpoint=path, checkpoint_every=2)
     result[name] = (a, c)
 torch.save(result, f"{out}.rank{rank}")
+dist.barrier()  # both ranks done before gloo is torn down (a rank leaving first can abort its peer)
 dist.destroy_process_group()
+os._exit(0)  # skip the interpreter's teardown: gloo threads held by DDP can abort at exit (see tests/_ddp.py)
 """
 
 
