@@ -9,22 +9,14 @@ process up to float summation order.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from _ddp import two_ranks_and_one
 
 WORKER = Path(__file__).parents[1] / "ddp_fit_worker.py"
 STRATEGIES = ("erm", "kl", "hws", "is", "also")
-
-
-def _run(args: list[str], tmp_path: Path) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(WORKER.parents[1])}
-    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
 def _close_records(ddp: list[dict], one: list[dict]) -> None:
@@ -41,23 +33,7 @@ def _close_records(ddp: list[dict], one: list[dict]) -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("ddp_fit")
-    b = 8
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            str(WORKER),
-            str(tmp_path / "ddp"),
-            str(b),
-        ],
-        tmp_path,
-    )
-    _run([sys.executable, str(WORKER), str(tmp_path / "single"), str(2 * b)], tmp_path)
-    return tuple(torch.load(tmp_path / name) for name in ("ddp.rank0", "ddp.rank1", "single.rank0"))
+    return two_ranks_and_one(WORKER, tmp_path, batch_size=8)
 
 
 pytestmark = [

@@ -2,44 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from _ddp import two_ranks_and_one
 
 WORKER = Path(__file__).parents[1] / "ddp_hws_worker.py"
-
-
-def _run(args: list[str], tmp_path: Path) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(WORKER.parents[1])}
-    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
 def test_two_gloo_ranks_match_one_process_with_the_global_batch(tmp_path):
     b = 8
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            str(WORKER),
-            str(tmp_path / "ddp"),
-            str(b),
-        ],
-        tmp_path,
-    )
-    _run([sys.executable, str(WORKER), str(tmp_path / "single"), str(2 * b)], tmp_path)
-    r0, r1 = (torch.load(tmp_path / f"ddp.rank{r}") for r in (0, 1))
-    one = torch.load(tmp_path / "single.rank0")
+    r0, r1, one = two_ranks_and_one(WORKER, tmp_path, batch_size=b)
     assert r0["world_size"] == 2 and one["world_size"] == 1
     # One global draw per iteration: rank 0's slice then rank 1's is the single process's batch.
     assert len(r0["drawn"]) == len(one["drawn"]) == 6 + 2 * 7  # warm start ⌈96/16⌉, then ⌊96/16⌋+1 per epoch
