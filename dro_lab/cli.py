@@ -19,7 +19,9 @@ Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -65,10 +67,80 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_course_list(course_commands)
     _add_course_run(course_commands)
+    _add_experiment(commands)
 
     # Registered for --help only: main() forwards everything after "bench" untouched.
     commands.add_parser("bench", help="speed measurements (arguments go to dro_lab.bench)", add_help=False)
     return parser
+
+
+def _add_experiment(commands: Any) -> None:
+    experiment = commands.add_parser(
+        "experiment",
+        help="run a paper's headline experiment (tune alike, paired seeds, verdicts)",
+        description=(
+            "Run a paper's experiment with the course's fair protocol: every method gets the same tuning trials on "
+            "a validation split of the first seed, then runs on every seed; each claim is judged from the paired "
+            "seeds (a 95 %% t-interval). OUT/result.json holds the result; OUT/runs and OUT/checkpoints let the "
+            "same command resume an interrupted run."
+        ),
+    )
+    experiment.add_argument("name", nargs="?", help="the experiment (see --list)")
+    experiment.add_argument("--list", action="store_true", help="list the experiments and exit")
+    experiment.add_argument("--dataset", default="digits", help="digits (embedded) or fashion-mnist (default: digits)")
+    experiment.add_argument("--seeds", default="0-2", help="paired seeds, e.g. 0-4 or 0,2,5 (default: 0-2)")
+    experiment.add_argument("--preset", default="full", help="smoke, full or gpu (default: full)")
+    experiment.add_argument("--trials", type=int, default=None, help="tuning trials per method (default: preset's)")
+    experiment.add_argument("--methods", nargs="+", default=None, help="run only these methods")
+    experiment.add_argument("--out", default=None, help="output folder (default: build/experiments/NAME-DATASET)")
+    experiment.add_argument("--device", default="auto", help="auto, cpu, cuda ... (default: auto)")
+    experiment.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a preset setting, e.g. --set epochs=5 (Python literals; repeatable)",
+    )
+    experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _experiment(args) -> int:
+    from . import experiments  # the whole training stack: loaded for this command only
+
+    if args.list or not args.name:
+        for name, e in experiments.EXPERIMENTS.items():
+            print(f"{name:12s} {e.title} — {e.paper}")
+        return 0 if args.list else 2
+    overrides = {}
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = _literal(value.strip())
+    out = args.out or os.path.join("build", "experiments", f"{args.name}-{args.dataset}")
+    result = experiments.run_experiment(
+        args.name,
+        dataset=args.dataset,
+        seeds=args.seeds,
+        preset=args.preset,
+        trials=args.trials,
+        methods=args.methods,
+        out=out,
+        device=args.device,
+        progress=not args.no_progress,
+        **overrides,
+    )
+    print(result.markdown())
+    print(f"\nresult: {os.path.join(out, 'result.json')}")
+    return 0
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def _add_course_list(course_commands: Any) -> None:
@@ -291,6 +363,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "experiment":
+        try:
+            return _experiment(args)
+        except (ValueError, TypeError) as exc:
+            print(f"dro-lab experiment: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("dro-lab experiment: interrupted; the same command resumes", file=sys.stderr)
+            return 130
     if args.command == "course":
         if args.course_command is None:
             args.course_parser.print_help()

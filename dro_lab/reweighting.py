@@ -199,7 +199,10 @@ def spectral_risk_weights(losses: Tensor, spectrum, *, shift_cost: float, penalt
 
 
 def done_weights(losses: Tensor, *, r: float, log_u: Tensor | None = None, eta: float = 1.0) -> tuple[Tensor, Tensor]:
-    r"""DONE's instance weights and the updated log running average (Algorithm 1 steps 5–6 for :math:`g=e^{\ell/r}`).
+    r"""DONE's instance weights and the updated log running average (Sow et al., Algorithm 1 lines 10–12, eq. (10)).
+
+    With :math:`g_i=e^{\ell_i/r}` and :math:`f(z)=r\log z`, the step :math:`\theta_{t+1}=\theta_t-\beta_t
+    \widehat\nabla g\,\nabla f(u_{t+1})` of eq. (10) is a plain step on :math:`\sum_i\omega_i\ell_i` with
 
     .. math::
         s = \log\frac1{|\mathcal B|}\sum_{i\in\mathcal B}e^{\ell_i/r},\qquad
@@ -207,12 +210,23 @@ def done_weights(losses: Tensor, *, r: float, log_u: Tensor | None = None, eta: 
         \omega_i = \frac{e^{\ell_i/r-\log u_{t+1}}}{|\mathcal B|}
 
     all in log space (``e^{ℓ/r}`` overflows float32 once ℓ/r > 88.7). With ``eta = 1`` or no previous
-    ``log_u`` the weights are ``softmax(ℓ/r)`` over the batch and sum to one; with η < 1 they sum to
-    :math:`e^{s}/u_{t+1}`. Returns ``(ω, log u_{t+1})``, both detached, float64 internally.
+    ``log_u`` the weights are ``softmax(ℓ/r)`` over the batch and sum to one.
+
+    **The weights' sum with η < 1.** They sum to :math:`e^{s}/u_{t+1}`, the batch's mean of :math:`g` over the
+    running average, which the optimiser's step is multiplied by. That is the paper's algorithm: :math:`u_{t+1}`
+    stands in for the full-data mean of :math:`g` in the exact gradient
+    :math:`\nabla\mathcal L=r\sum_i\nabla g_i/\sum_i g_i` (eq. (11)), whose weights sum to one over all M
+    examples, not over each batch (with :math:`u` equal to that mean, a uniformly drawn batch's sum is one in
+    expectation). In practice the sum is at most :math:`1/\eta` and, for most batches, well below one once
+    :math:`g` is heavy-tailed (small r: a few hard batches dominate :math:`u`) or the losses fall during training
+    (:math:`u` lags behind). The weights are returned unnormalised on purpose: dividing them by their batch sum
+    cancels :math:`u_{t+1}` and gives exactly the ``eta = 1`` weights, softmax(ℓ/r), whatever η.
+    :class:`~dro_lab.strategies.DONEStrategy` warns when η < 1.
+
+    Returns ``(ω, log u_{t+1})``, both detached, float64 internally.
     """
     r = check_number(r, "r", low=0, low_open=True)
-    if not 0 < eta <= 1:
-        raise ValueError(f"eta must lie in (0, 1], got {eta!r}")
+    eta = check_number(eta, "eta", low=0, high=1, low_open=True)
     ell = losses.detach().to(torch.float64)
     if ell.dim() != 1 or ell.numel() == 0:
         raise ValueError(f"losses must be a non-empty 1-D tensor, got shape {tuple(losses.shape)}")
@@ -276,7 +290,7 @@ def mail_weights(logits: Tensor, y: Tensor, *, bias: float = -1.5, slope: float 
 
 def done_weight_stats(weights) -> dict[str, float]:
     r"""Summary of one batch of instance weights ω: ``ess`` = :math:`1/\sum_i\omega_i^2` (ω summing to one, as
-    :func:`dro_lab.adversarial_training.done_weights` gives with η = 1), ``batch`` = |B|, ``ess_fraction`` =
+    :func:`dro_lab.done_weights` gives with η = 1), ``batch`` = |B|, ``ess_fraction`` =
     ESS/|B| and ``max_scaled`` = :math:`\max_i\omega_i|\mathcal B|` (1 everywhere = the uniform weights of AT)."""
     w = to_numpy(weights).reshape(-1)
     if w.size == 0:

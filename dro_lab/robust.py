@@ -44,6 +44,9 @@ DIVERGENCES = ("kl", "chi2", "cvar")
 # Bisection on log(beta): stop when the bracket is this tight (relative), or after this many steps.
 _BISECT_RTOL = 1e-13
 _BISECT_MAX_STEPS = 200
+# The χ² ball's threshold iteration (_chi2_ball): steps before it gives way to the sort-based solve. Every
+# step is a few O(n) passes; a few to ~20 steps are typical (more for radii far beyond 1).
+_BALL_MAX_STEPS = 60
 
 
 class _Problem(NamedTuple):
@@ -75,10 +78,12 @@ def _as_loss_vector(losses, name: str = "losses") -> Tensor:
         raise ValueError(f"{name} must be a 1-D vector, got shape {tuple(losses.shape)}")
     if losses.numel() == 0:
         raise ValueError(f"{name} is empty: need at least one entry")
-    bad = ~torch.isfinite(losses.detach())
-    if bool(bad.any()):
-        where = torch.nonzero(bad).flatten()[:5].tolist()
-        raise ValueError(f"{name} contains NaN or inf values (first at indices {where}); {name} must be finite")
+    # One pass: the sum is finite iff every entry is, unless finite entries overflow it (the exact check decides).
+    if not bool(torch.isfinite(losses.detach().sum())):
+        bad = ~torch.isfinite(losses.detach())
+        if bool(bad.any()):
+            where = torch.nonzero(bad).flatten()[:5].tolist()
+            raise ValueError(f"{name} contains NaN or inf values (first at indices {where}); {name} must be finite")
     return losses
 
 
@@ -275,6 +280,82 @@ class _Chi2Sorted:
         return q / total
 
 
+def _chi2_ball(losses: Tensor, prior: Tensor, radius: float, uniform: bool) -> tuple[Tensor, float] | None:
+    r"""The χ² ball's maximiser without sorting: (q, its penalty β), or ``None`` to fall back on the sort.
+
+    The maximiser is q_i ∝ p_i(ℓ_i − η)₊ for a threshold η, and D_χ²(q‖p) = S₂/S₁² − 1 with
+    S_j = Σ_i p_i(ℓ_i − η)₊^j, non-decreasing in η (its derivative has the sign of P_A·S₂ − S₁² ≥ 0 by
+    Cauchy–Schwarz). On an active set A = {ℓ_i > η} with prior mass P, mean μ and variance σ² under p,
+    D = r is the quadratic (μ − η)²((1 + r)P − 1) = σ², so η = μ − σ/√((1 + r)P − 1). From A = the
+    support, each step solves on the entries above the last η: η only grows and never passes the root
+    (as in :func:`chi2_penalised_weights`), so an active set that repeats is the exact one. Raw moments
+    of (ℓ − η)₊ drive the steps; the last one (and any whose raw moments cancel) is solved from centred
+    moments of ℓ − max ℓ (:func:`_chi2_ball_root`). β = 2/S₁. A radius at or past the arg-max limit's
+    χ² = 1/P_max − 1 gives that limit (β = ∞).
+    """
+    n = losses.numel()
+    if uniform:
+        s0 = s = losses - losses.amax()  # ≤ 0, 0 at the max
+        count_prev, top_mass = n, 1.0 / n  # the arg-max set is counted only if the loop needs it
+    else:
+        support = prior > 0
+        s0 = (losses - _support_max(losses, prior)).masked_fill_(~support, 0.0)  # finite everywhere
+        s = s0.masked_fill(~support, -math.inf)  # never active
+        count_prev, top_mass = int(support.sum()), float(prior[s == 0].sum())
+    if radius >= 1.0 / top_mass - 1.0:  # uniform: ≥ n − 1, past every arg-max limit n/m − 1
+        return _argmax_limit(losses, prior), math.inf
+    buf, mask = torch.empty_like(s), torch.empty_like(s)  # (ℓ − η)₊ (and q at the end), and A as 0/1
+    cancels = 1e10 * torch.finfo(s.dtype).eps  # var/mean² below this: raw moments lose too many digits
+    eta = _chi2_ball_root(s0, None, prior, radius, count_prev, 1.0, buf)  # A = the support
+    centred = True  # eta came from centred moments
+    for _ in range(_BALL_MAX_STEPS):
+        x = torch.sub(s, eta, out=buf).clamp_min_(0.0)  # (ℓ − η)₊
+        active = torch.sign(x, out=mask)
+        count = int(active.sum())  # a float sum of 0s and 1s: exact (faster than count_nonzero)
+        px = x if uniform else prior * x
+        mass = count / n if uniform else float((prior * active).sum())
+        s1 = float(px.sum()) / (n if uniform else 1)
+        if count == count_prev and centred:  # eta was solved on this very set: the root
+            return px.div_(s1 * n if uniform else s1), 2.0 / s1
+        if not (1.0 + radius) * mass > 1.0:  # past the arg-max limit (no root), or rounding overshot it
+            if uniform and radius >= n / int((s == 0).sum()) - 1.0:
+                return _argmax_limit(losses, prior), math.inf
+            return None  # let the sort decide
+        centred = count == count_prev  # the set repeats: one more step, from centred moments
+        if not centred:
+            m1 = s1 / mass  # mean of (ℓ − η) over A under p
+            var = (_sum_sq(x) / count if uniform else float((px * x).sum()) / mass) - m1 * m1
+            centred = var <= cancels * m1 * m1  # raw moments cancel (near-tied losses): centre them too
+            eta += m1 - math.sqrt(max(var, 0.0) / ((1.0 + radius) * mass - 1.0))
+        if centred:
+            eta = _chi2_ball_root(s0, active, None if uniform else prior, radius, count, mass, buf)
+        count_prev = count
+    return None
+
+
+def _chi2_ball_root(
+    s0: Tensor, active: Tensor | None, prior: Tensor | None, radius: float, count: int, mass: float, out: Tensor
+) -> float:
+    """η = μ − σ/√((1 + r)P − 1) from centred moments of ``s0`` (ℓ − max ℓ, 0 off the support) over the
+    active set, given as a 0/1 float mask (``None``: the whole support); ``prior`` ``None`` for the uniform
+    prior (``count`` entries). ``out`` is scratch space (an n-vector)."""
+    if prior is None:
+        mu = float(s0.sum() if active is None else torch.mul(s0, active, out=out).sum()) / count
+        d = torch.sub(s0, mu, out=out)
+        var = _sum_sq(d if active is None else d.mul_(active)) / count
+    else:
+        w = prior if active is None else prior * active
+        mu = float((w * s0).sum()) / mass
+        d = s0 - mu
+        var = float((w * d * d).sum()) / mass
+    return mu - math.sqrt(var / ((1.0 + radius) * mass - 1.0))
+
+
+def _sum_sq(x: Tensor) -> float:
+    # One pass and no temporary (torch's own reduction: BLAS dot threads small vectors on its own).
+    return float(torch.linalg.vector_norm(x)) ** 2
+
+
 def _cvar(losses: Tensor, prior: Tensor, alpha: float, uniform: bool = False) -> Tensor:
     """q_i = p_i/α on the largest losses until the mass reaches 1; ties at the threshold share the rest ∝ p."""
     if alpha >= 1.0:
@@ -403,7 +484,13 @@ def _solve(problem: _Problem) -> tuple[Tensor, float | None]:
         solver = kl_penalised_weights if div == "kl" else chi2_penalised_weights
         q = solver(losses, prior, beta, problem.uniform)
         return q, beta
-    # Constrained: many β's are tried, so χ² sorts once and answers each β by binary search.
+    if div == "chi2":  # the ball without sorting, unless its threshold iteration gives up
+        if problem.radius == 0.0:
+            return prior.clone(), 0.0
+        solved = _chi2_ball(losses, prior, problem.radius, problem.uniform)
+        if solved is not None:
+            return solved
+    # Otherwise many β's are tried, so χ² sorts once and answers each β by binary search.
     chi2 = _Chi2Sorted(losses, prior) if div == "chi2" else None
     beta = _solve_beta_for_radius(losses, prior, div, problem.radius, chi2)
     q = kl_penalised_weights(losses, prior, beta, problem.uniform) if div == "kl" else chi2.weights(beta)
@@ -432,7 +519,8 @@ def worst_case_weights(
             χ²: :math:`q_i = p_i(1+\frac\beta2(\ell_i-\lambda))_+` with λ normalising (the paper's
             eq. (21) is the unclipped case and is wrong once weights clip).
         radius: constrained form, :math:`D_\phi(q\|p)\le r`, ``r ≥ 0``; a radius beyond what the
-            worst case needs returns the arg-max limit.
+            worst case needs returns the arg-max limit. χ²: :math:`q_i\propto p_i(\ell_i-\eta)_+` with
+            the threshold η found by a few O(n) passes, without sorting.
         alpha: CVaR level in ``(0, 1]`` (``divergence="cvar"``): :math:`q_i \le p_i/\alpha`.
         prior: reference distribution ``p`` (non-negative, sums to 1); uniform when ``None``.
 

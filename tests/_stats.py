@@ -38,3 +38,16 @@ def pooled_chisquare(counts, probs, min_expected=5.0) -> float:
         exp_bins[-1] += e_acc
     assert len(obs_bins) >= 2, "too few draws for a goodness-of-fit test"
     return float(stats.chisquare(obs_bins, exp_bins).pvalue)
+
+
+def draw_counts(sampler, draws: int) -> np.ndarray:
+    """How often a batch sampler drew each index, over at least ``draws`` indices (whole batches of its epochs)."""
+    counts = np.zeros(sampler.n, dtype=np.int64)
+    got = 0
+    while got < draws:
+        for idx in sampler.batches():
+            counts += np.bincount(idx.numpy(), minlength=sampler.n)
+            got += idx.numel()
+            if got >= draws:
+                break
+    return counts

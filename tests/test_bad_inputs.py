@@ -700,6 +700,32 @@ BAD_INPUTS: dict[str, list] = {
         ),
         c("type:model=str", lambda: D.gils_shift("net", X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=1), T, r"model"),
     ],
+    "gils_shift_report": [
+        c(
+            "range:eta=0",
+            lambda: D.gils_shift_report(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=0.0, steps=1),
+            V,
+            r"eta",
+        ),
+        c(
+            "range:x all-zero example",
+            lambda: D.gils_shift_report(MODEL(), torch.zeros(6, 4), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=1),
+            V,
+            r"\bx\b",
+        ),
+        c(
+            "type:y float",
+            lambda: D.gils_shift_report(MODEL(), X(), Y().float(), alpha=0.1, gamma=0.1, eta=0.1, steps=1),
+            T,
+            r"\by\b",
+        ),
+        c(
+            "type:judge_model=str",
+            lambda: D.gils_shift_report(MODEL(), X(), Y(), alpha=0.1, gamma=0.1, eta=0.1, steps=1, judge_model="ce"),
+            T,
+            r"judge_model",
+        ),
+    ],
     "GILSStrategy": [
         c("alpha-range:alpha=1.5", lambda: D.GILSStrategy(alpha=1.5), V, r"alpha"),
         c("range:gamma=-1", lambda: D.GILSStrategy(gamma=-1.0), V, r"gamma"),
@@ -927,6 +953,11 @@ BAD_INPUTS: dict[str, list] = {
         c("type:root=5", lambda: D.load_mnist(5), T, r"root"),
         c("type:download='yes'", lambda: D.load_mnist(download="yes"), T, r"download"),
     ],
+    "load_fashion_mnist": [
+        c("type:root=5", lambda: D.load_fashion_mnist(5), T, r"root"),
+        c("type:train='yes'", lambda: D.load_fashion_mnist(train="yes"), T, r"train"),
+        c("type:download=1", lambda: D.load_fashion_mnist(download=1), T, r"download"),
+    ],
     "load_cifar10": [
         c("type:root=5", lambda: D.load_cifar10(5), T, r"root"),
         c("type:train='yes'", lambda: D.load_cifar10(train="yes"), T, r"train"),
@@ -1054,6 +1085,13 @@ def WG():
     import dro_lab.widgets as widgets
 
     return widgets
+
+
+def EXP_RESULT():
+    from dro_lab.experiments import ExperimentResult
+
+    run = dict(seed=0, method="m", setting={}, final={"a": 0.5}, curves={"a": [0.4, 0.5]}, seconds=1.0)
+    return ExperimentResult("e", "t", "p", "digits", "smoke", [0], {}, ["m"], runs=[run])
 
 
 def NP(n=5):
@@ -1331,6 +1369,15 @@ VIZ_BAD_INPUTS: dict[str, list] = {
             r"front",
         ),
     ],
+    "experiment_curves_figure": [
+        c("type:result is a dict", lambda: VZ().experiment_curves_figure({}, "accuracy"), T, r"ExperimentResult"),
+        c("name:unknown method", lambda: VZ().experiment_curves_figure(EXP_RESULT(), "a", methods=["x"]), V, r"x"),
+        c("empty:methods=[]", lambda: VZ().experiment_curves_figure(EXP_RESULT(), "a", methods=[]), V, r"methods"),
+    ],
+    "experiment_seeds_figure": [
+        c("type:result is a list", lambda: VZ().experiment_seeds_figure([], "accuracy"), T, r"ExperimentResult"),
+        c("name:unknown metric", lambda: VZ().experiment_seeds_figure(EXP_RESULT(), "nope"), V, r"nope"),
+    ],
     # ---------------------------------------------------------------- widgets.py
     "beta_slider": [
         c("beta<0:value=-1", lambda: WG().beta_slider(-1.0), V, r"value|β"),
@@ -1468,6 +1515,7 @@ NO_INPUT = {
     "SamplingQuality": "a dataclass of results that sampling_quality returns (not built by users)",
     "MethodSpec": "a dataclass row of the METHODS registry (not built by users)",
     "DatasetUnavailableError": "an exception class; its only argument is the message",
+    "FASHION_MNIST_CLASSES": "a constant tuple of the 10 Fashion-MNIST class names",
 }
 
 

@@ -1,5 +1,6 @@
 """GI-LS's inner maximisation (Wang et al., 2024, Algorithm 1): inputs shifted by gradient ascent in feature space,
-and the γ that reaches a target transport radius.
+what a shift does to the inputs and their labels (:func:`gils_shift_report`), and the γ that reaches a target
+transport radius.
 """
 
 from __future__ import annotations
@@ -10,11 +11,20 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from .._validation import check_bounds, check_callable, check_int, check_number, check_order
+from .._validation import (
+    as_label_tensor,
+    check_bounds,
+    check_callable,
+    check_int,
+    check_module,
+    check_number,
+    check_order,
+)
 from ..losses import check_ls_alpha, ls_cross_entropy
+from ..metrics import predict
 from ..models import num_classes_of
 
-__all__ = ["gils_shift", "GAMMA_RANGE", "gamma_for_radius"]
+__all__ = ["gils_shift", "gils_shift_report", "GAMMA_RANGE", "gamma_for_radius"]
 
 
 def gils_shift(
@@ -46,13 +56,23 @@ def gils_shift(
     exceeds 1/η). Very large pixel values slow CPUs down (denormals): consider
     ``torch.set_flush_denormal(True)``.
 
+    **η is on the inputs' scale.** A raw-gradient step moves an image by about η·T·‖∇ₓ‖, whatever the image's
+    own norm. The paper searched η ∈ [1.5, 3.0] (§4.2) for ImageNet-pretrained ResNet18/34/50; it does not state
+    its input size or normalisation, but such backbones take ImageNet-normalised images of about 224×224×3,
+    whose norm is about 390, against about 3.9 for an 8×8 digit in [0, 1] (12 at 28×28). Carried over to those
+    small images and networks trained from scratch, η = 2 moves an image by 30–40 % of its norm (lesson 06's
+    digits protocol, T = 5–10) and a cross-entropy model classifies 0–3 % of the shifted defect images as their
+    label: GI-LS then trains on label noise. On inputs in [0, 1] use η of order 10⁻² (:class:`GILSStrategy`'s
+    default is 0.02) and check a setting with :func:`gils_shift_report`.
+
     Args:
         model: a classifier with ``penultimate(x)`` (features) and ``classifier`` (the last layer),
             as every :mod:`dro_lab.models` network.
         x, y: a batch of inputs and hard labels (or soft targets ``(b, k)``).
         alpha: the LS factor α ∈ [0, (k−1)/k] (α = 0: Volpi's ADA / WRM in feature space).
         gamma: the transport penalty γ ≥ 0 (γ = 0: an unpenalised ascent; the paper uses 1e-3).
-        eta: the ascent step η > 0 (the paper searches [1.5, 3.0] on [0, 1] ImageNet-normalised inputs).
+        eta: the ascent step η > 0, on the inputs' scale (see above: the paper's 1.5–3 is far too large
+            for images in [0, 1]).
         steps: T ≥ 0 (T = 0 returns ``x`` unchanged: plain LS).
         clamp: the valid input range.
         return_cost: also return the realised per-sample transport cost :math:`\tfrac12\|f(x^T)-f(x)\|^2`.
@@ -101,6 +121,74 @@ def gils_shift(
     finally:
         model.train(was_training)
     return xt.detach(), cost.detach()
+
+
+def gils_shift_report(
+    model: torch.nn.Module,
+    x: Tensor,
+    y: Tensor,
+    *,
+    alpha: float,
+    gamma: float,
+    eta: float,
+    steps: int,
+    clamp: tuple[float, float] | None = (0.0, 1.0),
+    judge_model: torch.nn.Module | None = None,
+) -> dict:
+    r"""What a GI-LS shift does to a batch: how far it moves the inputs and how many keep their label.
+
+    Shifts ``x`` by :func:`gils_shift` (same arguments) and measures, per example,
+
+    .. math:: r_b = \frac{\|x^T_b - x_b\|_2}{\|x_b\|_2}
+
+    (norms over every non-batch dimension, in float64), and whether the shifted image keeps its label:
+    :math:`\arg\max_j s_j(x^T_b) = y_b`, with the logits :math:`s` of ``judge_model`` in eval mode.
+    The judge defaults to ``model`` itself, the model under attack; pass a reference model (e.g. one
+    trained with plain cross-entropy) to judge the shifted images by another model's eyes. The shift
+    keeps the label by construction (the cost is ∞ across labels, eq. 7), so a share far below the
+    clean accuracy means the generated samples carry wrong labels: GI-LS then trains on label noise.
+
+    Args:
+        model, x, y, alpha, gamma, eta, steps, clamp: as in :func:`gils_shift`; ``y`` holds hard labels
+            ``(b,)`` and no example of ``x`` may be all zeros (its relative shift is undefined).
+        judge_model: the classifier whose predictions decide "keeps its label"; ``None``: ``model``.
+
+    Returns:
+        A dict: ``relative_shift_mean`` and ``relative_shift_max`` (of :math:`r_b` over the batch),
+        ``label_kept`` (share of shifted images the judge assigns to ``y``), ``clean_accuracy`` (the
+        same share on the unshifted ``x``), ``label_kept_of_correct`` (of the images the judge gets right
+        unshifted, the share it still gets right shifted; ``None`` when it gets none right),
+        ``transport_cost_mean`` (mean ½‖f(x^T) − f(x)‖² of ``model``), ``n`` (the batch size) and ``judge``
+        (``"model"`` or ``"judge_model"``).
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor batch (b, ...), got {type(x).__name__}")
+    if judge_model is not None:
+        check_module(judge_model, "judge_model")
+    labels = as_label_tensor(y, "y (hard class labels)")
+    if x.ndim < 2 or x.shape[0] == 0:
+        raise ValueError(f"x must be a non-empty batch (b, ...) with b ≥ 1, got shape {tuple(x.shape)}")
+    x_norm = x.detach().flatten(1).double().norm(dim=1)
+    if bool((x_norm == 0).any()):
+        raise ValueError(
+            f"x has {int((x_norm == 0).sum())} all-zero example(s): their relative shift ‖Δx‖/‖x‖ is undefined"
+        )
+    x_t, cost = gils_shift(model, x, y, alpha=alpha, gamma=gamma, eta=eta, steps=steps, clamp=clamp)
+    rel = (x_t.flatten(1).double() - x.detach().flatten(1).double()).norm(dim=1) / x_norm
+    judge = model if judge_model is None else judge_model
+    with torch.no_grad():
+        kept = predict(judge, x_t).argmax(1).cpu() == labels.cpu()
+        clean = predict(judge, x.detach()).argmax(1).cpu() == labels.cpu()
+    return {
+        "relative_shift_mean": float(rel.mean()),
+        "relative_shift_max": float(rel.max()),
+        "label_kept": float(kept.double().mean()),
+        "clean_accuracy": float(clean.double().mean()),
+        "label_kept_of_correct": float(kept[clean].double().mean()) if bool(clean.any()) else None,
+        "transport_cost_mean": float(cost.double().mean()),
+        "n": int(x.shape[0]),
+        "judge": "model" if judge_model is None else "judge_model",
+    }
 
 
 GAMMA_RANGE = (1e-3, 1e3)

@@ -13,6 +13,7 @@ import time
 
 import torch
 
+from ..samplers.hardness import AUTO_TREE_MIN_N
 from ..utils import resolve_device
 from .also import ALSO_HEAD, bench_also_step, format_also_step
 from .done import DONE_HEAD, bench_done_step, format_done_step
@@ -26,13 +27,13 @@ from .hws import (
     format_hws_draw,
     format_hws_step,
 )
-from .importance import IS_RUN_HEAD, bench_is_run, format_is_run
+from .importance import IS_RUN_HEAD, bench_is_run, format_is_run, is_run_summary
 from .pergrad import PERGRAD_HEAD, PERGRAD_MODELS, bench_pergrad, format_pergrad
 from .timing import machine_info
-from .weights import TABLE_HEAD, bench_weights, format_row
+from .weights import CHI2_BALL_HEAD, TABLE_HEAD, bench_chi2_ball, bench_weights, format_chi2_ball, format_row
 
 #: The benchmark sections, in the order ``dro-lab bench`` runs them.
-BENCHMARKS = ("weights", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step", "gils-T")
+BENCHMARKS = ("weights", "chi2-ball", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step", "gils-T")
 
 DESCRIPTION = "``dro-lab bench``: speed measurements behind the course's claims, runnable on any machine."
 
@@ -66,6 +67,10 @@ def _add_weights_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lp-max-n", type=int, default=10_000, help="largest n given to the CVaR LP baseline")
     ap.add_argument("--dual-max-n", type=int, default=10_000_000, help="largest n given to the 1-D dual baseline")
     ap.add_argument("--budget", type=float, default=20.0, help="seconds per timing before repeats stop early")
+    ap.add_argument("--chi2-sizes", default="1e3,1e4,1e5,1e6", help="chi2-ball: comma-separated n values")
+    ap.add_argument(
+        "--chi2-rhos", default="0.05,1", help="chi2-ball: fast-dro's ball sizes ρ (our radius 2ρ), comma-separated"
+    )
 
 
 def _add_hws_options(ap: argparse.ArgumentParser) -> None:
@@ -129,8 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke check: n up to 1e5 and 2 repeats; hws-step at n ≤ 4096 with 20 steps; "
-        "pergrad at b ≤ 32; is-run with 20 steps and 1 run; also-step and done-step with 5 rounds",
+        help="a smoke check: n up to 1e5 (weights, chi2-ball, hws-draw) and 2 repeats; "
+        "hws-step at n ≤ 4096 with 20 steps; pergrad at b ≤ 32; is-run with 20 steps and 1 run; "
+        "also-step and done-step with 5 rounds",
     )
     return ap
 
@@ -153,6 +159,12 @@ def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     unknown = set(_names(args.pergrad_models)) - set(PERGRAD_MODELS)
     if unknown:
         ap.error(f"unknown --pergrad-models {sorted(unknown)}")
+    try:
+        rhos = [float(x) for x in _names(args.chi2_rhos)]
+    except ValueError:
+        rhos = [0.0]
+    if not rhos or not all(0 < r < float("inf") for r in rhos):
+        ap.error(f"--chi2-rhos must be positive finite numbers, got {args.chi2_rhos!r}")
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be ≥ 1, got {args.threads}")
 
@@ -161,10 +173,12 @@ def _settings(args: argparse.Namespace) -> argparse.Namespace:
     """The options as the runners use them: the lists parsed, and ``--quick``'s smaller sizes applied."""
     s = argparse.Namespace(**vars(args))
     s.sizes, s.hws_sizes, s.pergrad_batches = _sizes(args.sizes), _sizes(args.hws_sizes), _sizes(args.pergrad_batches)
+    s.chi2_sizes, s.chi2_rhos = _sizes(args.chi2_sizes), [float(x) for x in _names(args.chi2_rhos)]
     s.pergrad_models, s.gils_epochs = _names(args.pergrad_models), 3
     if args.quick:
         s.sizes, s.repeats = [n for n in s.sizes if n <= 100_000] or [1000], 2
         s.hws_sizes = [n for n in s.hws_sizes if n <= 100_000] or [1000]
+        s.chi2_sizes = [n for n in s.chi2_sizes if n <= 100_000] or [1000]
         s.hws_n, s.hws_steps = max(min(args.hws_n, 4096), args.hws_batch), min(args.hws_steps, 20)
         s.hws_warmup = min(args.hws_warmup, 3)
         s.pergrad_batches = [b for b in s.pergrad_batches if b <= 32] or [5]
@@ -188,6 +202,22 @@ def _run_weights(s: argparse.Namespace, device: torch.device, out: dict) -> None
         dual_max_n=s.dual_max_n,
         budget_s=s.budget,
         on_row=lambda r: print(format_row(r), flush=True),
+    )
+
+
+def _run_chi2_ball(s: argparse.Namespace, device: torch.device, out: dict) -> None:
+    print(
+        "\n## chi2-ball: the χ² ball's worst-case weights vs fast-dro's RobustLoss (CPU, float64, "
+        f"{torch.get_num_threads()} torch threads; fast-dro's ball ½·mean((nq − 1)²) ≤ ρ is our radius 2ρ; "
+        "fast-dro's bisection tolerance is the loosest whose value ⟨q, ℓ⟩ matches ours to 1e-9 relative)\n"
+    )
+    print(CHI2_BALL_HEAD, flush=True)
+    out["chi2_ball"] = bench_chi2_ball(
+        s.chi2_sizes,
+        s.chi2_rhos,
+        repeats=s.repeats,
+        budget_s=s.budget,
+        on_row=lambda r: print(format_chi2_ball(r), flush=True),
     )
 
 
@@ -239,8 +269,13 @@ def _run_hws_draw(s: argparse.Namespace, device: torch.device, out: dict) -> Non
         r = at_1e6[0]
         print(
             f"\nissue 9's target, draw='tree' ≥ 20× the official approach at n = 1e6: {r['tree_speedup']:.3g}× "
-            f"({'met' if r['tree_speedup'] >= 20 else 'not met'})"
+            f"({'met' if r['tree_speedup'] >= 20 else 'not met'}); the default draw='auto' (took "
+            f"{r['auto_took']}): {r['auto_speedup']:.3g}×"
         )
+    print(
+        f"draw='auto' takes the tree from n = {AUTO_TREE_MIN_N:,} on (KL, CPU), multinomial below "
+        "(dro_lab.samplers.hardness.AUTO_TREE_MIN_N)"
+    )
 
 
 def _run_pergrad(s: argparse.Namespace, device: torch.device, out: dict) -> None:
@@ -272,14 +307,17 @@ def _run_pergrad(s: argparse.Namespace, device: torch.device, out: dict) -> None
 
 def _run_is_run(s: argparse.Namespace, device: torch.device, out: dict) -> None:
     print(
-        f"\n## is-run: one training run, importance sampling vs uniform (paper's Table 1: 2.0–2.4×; "
-        f"{s.is_n} synthetic images, SmallCNN, b=5, {s.is_steps} steps, SGD lr 0.01 m 0.5, "
-        f"median of {s.is_runs} runs, strategies alternating)\n",
+        f"\n## is-run: one training run, importance sampling vs plain SGD and vs a uniform run that scores "
+        f"(paper's Table 1: 2.0–2.4×; {s.is_n} synthetic images, SmallCNN, b=5, {s.is_steps} steps, SGD lr 0.01 "
+        f"m 0.5, median of {s.is_runs} runs, strategies alternating, {torch.get_num_threads()} torch threads)\n",
         flush=True,
     )
     r = bench_is_run(n=s.is_n, steps=s.is_steps, runs=s.is_runs, device=device)
     print(IS_RUN_HEAD)
     print("\n".join(format_is_run(r)), flush=True)
+    summary = is_run_summary(r)
+    if summary:
+        print(f"\n{summary}", flush=True)
     out["is_run"] = r
 
 
@@ -320,6 +358,7 @@ def _run_gils(s: argparse.Namespace, device: torch.device, out: dict) -> None:
 #: section name -> runner; a runner prints its section and fills its entry of the JSON document.
 RUNNERS = {
     "weights": _run_weights,
+    "chi2-ball": _run_chi2_ball,
     "hws-step": _run_hws_step,
     "hws-draw": _run_hws_draw,
     "pergrad": _run_pergrad,
@@ -339,6 +378,7 @@ def _document(info: dict, selected: list[str]) -> dict:
         "machine": info,
         "sections": selected,
         "results": [],
+        "chi2_ball": [],
         "hws_step": None,
         "hws_draw": [],
         "pergrad": [],

@@ -29,8 +29,10 @@ def bench_gils_epoch(
 
     Lesson 06's set-up: :class:`~dro_lab.models.DigitsCNN` on ``n`` synthetic 1×8×8 images in [0, 1] (the
     MT-Defect training size), 5 classes, batch ``batch_size``, SGD through :func:`dro_lab.fit`, α = 0.3,
-    γ = 10⁻³, η = 2; the median over ``epochs`` epochs after one warm-up epoch. ``ratio_to_T0``: the cost
-    relative to GI-LS with T = 0 (two steps per batch, no ascent); ``ratio_to_ls``: relative to one LS step.
+    γ = 10⁻³, η = 2 (the cost of a step does not depend on η); the median over ``epochs`` epochs after one warm-up
+    epoch. Per drawn batch GI-LS runs T ascent steps, then two SGD steps (generated batch, original batch) for
+    T ≥ 1; at T = 0 there is no shift and it takes one LS step, so T = 0 costs what plain LS costs.
+    ``ratio_to_T0``: the cost relative to GI-LS with T = 0 (= LS); ``ratio_to_ls``: relative to one LS step.
     """
     gen = torch.Generator().manual_seed(seed)
     train = ArrayDataset(torch.rand(n, 1, 8, 8, generator=gen), torch.randint(0, 5, (n,), generator=gen), num_classes=5)

@@ -4,12 +4,14 @@
   02's model class; ``--hws-model small_cnn`` for the model lesson 02 trains on MNIST), data
   (n = 60 000 synthetic 1×28×28 images in memory), batch (128), SGD and device, stepped with uniform
   batches (slices of a ``randperm``) and with :class:`~dro_lab.HardnessWeightedSampler` in its DRO
-  phase (draw from q, gather, forward/backward/step, ``update``), alternating step by step; the
+  phase (``draw="multinomial"``, what ``"auto"`` takes at this n: draw from q, gather,
+  forward/backward/step, ``update``), alternating step by step; the
   ratio of the median step times, and the sampler's own cost (softmax + multinomial, update) as a
   share of the step.
 * ``hws-draw`` — one sampler step (draw b = 128 from the current history, write b losses back) for
   n = 10³…10⁷, with both draw modes of the sampler (``"multinomial"``: O(n) softmax + multinomial;
-  ``"tree"``: the O(b log n) sum tree), against the authors' approach (:func:`official_draw` /
+  ``"tree"``: the O(b log n) sum tree) and the default ``"auto"`` (which picks one of them by n),
+  against the authors' approach (:func:`official_draw` /
   :func:`official_update`: softmax of a CPU tensor, numpy ``choice`` without replacement from the
   floored distribution, a Python loop writing the history), and each mode's state memory.
 
@@ -107,6 +109,7 @@ class _StepRig:
             warm_start=False,
             history_init=history0,
             device=device,
+            draw="multinomial",  # the parts timed alone are softmax and multinomial (auto's pick below 2¹⁶)
             generator=torch.Generator(device=device).manual_seed(seed + 2),
         )
         self.uniform_batches = endless(self._permutation)
@@ -338,18 +341,21 @@ def _time_draw_mode(
 
 
 def _time_draw_modes(history0, fresh_dev, **kw) -> tuple[dict, dict, int, int]:
-    """Both draw modes: (seconds per mode, state bytes per mode, q's bytes, tree rebuilds).
+    """Both draw modes and ``"auto"``: (seconds per mode, state bytes per mode, q's bytes, tree rebuilds).
 
-    Each sampler is dropped before the next is built, so the device holds one at a time.
+    ``state["auto_took"]`` is the mode auto picked. Each sampler is dropped before the next is built, so
+    the device holds one at a time.
     """
     times, state = {}, {}
-    for mode in ("multinomial", "tree"):
+    for mode in ("multinomial", "tree", "auto"):
         times[mode], sampler = _time_draw_mode(mode, history0, fresh_dev, **kw)
         state[mode] = _sampler_state_bytes(sampler)
         if mode == "multinomial":
             q_bytes = sampler.probabilities().element_size() * history0.numel()
-        else:
+        elif mode == "tree":
             rebuilds = sampler.tree_rebuilds
+        else:
+            state["auto_took"] = sampler.draw_mode
         del sampler
     return times, state, q_bytes, rebuilds
 
@@ -391,9 +397,12 @@ def _draw_row(
         "tree_mode": "with replacement (draw='tree': sum tree, O(b log n) per step)",
         "tree_over_ours": ours_s / tree_s,
         "tree_rebuilds": rebuilds,
+        "auto_s": times["auto"],
+        "auto_took": state["auto_took"],
         "baseline_s": None,
         "speedup": None,
         "tree_speedup": None,
+        "auto_speedup": None,
         "baseline_skipped": None,
         "baseline_mode": "without replacement (numpy RandomState.choice, replace=False), host",
         "state_bytes": state["multinomial"],
@@ -417,11 +426,13 @@ def bench_hws_draw(
 ) -> list[dict]:
     """One sampler step (q from the changed history, draw b, write b losses back) against the authors' approach.
 
-    Ours, two columns: ``next(sampler.batches())`` then ``sampler.update`` on ``device``, with
-    ``draw="multinomial"`` (softmax, multinomial with replacement, scatter: O(n) per step) and with
+    Ours, three columns: ``next(sampler.batches())`` then ``sampler.update`` on ``device``, with
+    ``draw="multinomial"`` (softmax, multinomial with replacement, scatter: O(n) per step), with
     ``draw="tree"`` (the sum tree: b descents and b leaf-to-top rewrites, O(b log n) per step; its one
-    O(n) build happens in the untimed warm-up call). Baseline: :func:`official_draw` (without replacement, as their
-    code) and :func:`official_update` on a CPU float32 history, whatever ``device`` is. The synthetic history is
+    O(n) build happens in the untimed warm-up call) and with the default ``draw="auto"`` (its own
+    sampler, timed the same way; ``auto_took`` says which mode it picked). Baseline: :func:`official_draw`
+    (without replacement, as their code) and :func:`official_update` on a CPU float32 history, whatever
+    ``device`` is. The synthetic history is
     uniform on [0, 3) (β = 10 puts most mass on the top few per cent), the written losses a fixed
     batch from the same range. The baseline runs while its step is predicted (linearly in n from
     the last measured one) to stay under ``baseline_max_s``; larger n are marked skipped.
@@ -448,7 +459,12 @@ def bench_hws_draw(
             theirs_s = _time_official(
                 history0, fresh_dev, b=b, beta=beta, repeats=repeats, budget_s=budget_s, seed=seed
             )
-            row.update(baseline_s=theirs_s, speedup=theirs_s / row["ours_s"], tree_speedup=theirs_s / row["tree_s"])
+            row.update(
+                baseline_s=theirs_s,
+                speedup=theirs_s / row["ours_s"],
+                tree_speedup=theirs_s / row["tree_s"],
+                auto_speedup=theirs_s / row["auto_s"],
+            )
             last = (n, theirs_s)
         rows.append(row)
         if on_row is not None:
@@ -460,8 +476,9 @@ HWS_DRAW_HEAD = (
     "| n | dro_lab sampler, draw='multinomial' (device; O(n); with replacement) "
     "| official approach (host numpy; without replacement) | speed-up "
     "| dro_lab, draw='tree' (O(b log n); with replacement) | speed-up "
+    "| dro_lab, draw='auto' (the default: the mode it took) | speed-up "
     "| state: multinomial (history + ages + counts) | state: tree (+ float64 sum tree) |\n"
-    "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -475,5 +492,6 @@ def format_hws_draw(r: dict) -> str:
     return (
         f"| {r['n']:.0e} | {fmt_t(r['ours_s'])} | {base} | {speed(r['speedup'])} "
         f"| {fmt_t(r['tree_s'])} | {speed(r['tree_speedup'])} "
+        f"| {fmt_t(r['auto_s'])} ({r['auto_took']}) | {speed(r['auto_speedup'])} "
         f"| {fmt_bytes(r['state_bytes'])} | {fmt_bytes(r['tree_state_bytes'])} |"
     )

@@ -1,4 +1,4 @@
-"""``weights``: :func:`dro_lab.worst_case_weights` against scipy, n = 10³…10⁷.
+"""``weights`` and ``chi2-ball``: :func:`dro_lab.worst_case_weights` against scipy and against fast-dro.
 
 For each divergence and form (KL/χ² penalised, KL/χ² constrained, CVaR) the library is timed
 against a general-purpose numerical optimiser, the tool a reader would otherwise reach for (scipy
@@ -6,17 +6,23 @@ SLSQP over the simplex with analytic gradients, up to n = 200 where its O(n³) i
 finish; HiGHS for the CVaR linear programme), and against a scalable baseline at every n: scipy's
 1-D solvers on each problem's dual, in numpy. Both baselines are this benchmark's own; the tests
 check that they reach the library's objective.
+
+``chi2-ball`` times the χ² ball alone against :func:`fastdro_chi2_ball`, a re-implementation of the
+best response of fast-dro's ``RobustLoss(size=ρ, reg=0, geometry="chi-square")`` (Levy et al., 2020:
+bisection on the dual variable η of q ∝ (ℓ − η)₊ until ½·mean((nq − 1)²) − ρ is within ``tol`` of 0),
+in float64 torch on the CPU, at a ``tol`` for which its value ⟨q, ℓ⟩ matches the library's to 1e-9.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from ..robust import worst_case_weights
-from .timing import fmt_s, time_call
+from .timing import fmt_s, paired_times, time_call
 
 #: (divergence, knob, value): the problems timed, one row per n each.
 CASES = [
@@ -206,3 +212,123 @@ def format_row(r: dict) -> str:
 def format_table(rows: list[dict]) -> str:
     """The weights table: :data:`TABLE_HEAD` and one :func:`format_row` per row."""
     return "\n".join([TABLE_HEAD, *map(format_row, rows)])
+
+
+# --------------------------------------------------------------------------- chi2-ball: against fast-dro
+
+
+def fastdro_chi2_ball(v: torch.Tensor, rho: float, tol: float = 1e-4, max_iter: int = 1000) -> torch.Tensor:
+    """fast-dro's χ²-ball best response (``RobustLoss(rho, 0, "chi-square", tol, max_iter)``), re-implemented.
+
+    The ball is ½·mean((nq − 1)²) ≤ ρ (dro_lab's radius 2ρ). With q(η) = (v − η)₊ / Σ(v − η)₊, bisect on η
+    for f(η) = ½·mean((n·q(η) − 1)²) − ρ = 0, from the bracket [−v_max/(√(2ρ + 1) − 1), v_max] (widened
+    by doubling while it misses the root), stopping once |f| ≤ ``tol`` or after ``max_iter`` halvings.
+    The same guards: nearly constant losses give uniform q, and n ≤ 1 + 2ρ the arg-max set. Every
+    evaluation of f makes the same O(n) tensor passes as the original.
+    """
+    m = v.shape[0]
+    if (v.max() - v.min()) / v.max() <= 1e-5:
+        return torch.ones_like(v) / m
+    if m <= 1 + 2 * rho:
+        top = (v == v.max()).to(v.dtype)
+        return top / top.sum()
+
+    def q_at(eta):
+        pos = torch.relu(v - eta)
+        return pos / pos.sum()
+
+    def f(eta):
+        w = m * q_at(eta) - torch.ones_like(v)
+        return 0.5 * torch.mean(w**2) - rho
+
+    lo, hi = -(1.0 / (math.sqrt(2 * rho + 1) - 1)) * v.max(), v.max()
+    f_lo, f_hi = f(lo), f(hi)
+    while f_lo > 0 or f_hi < 0:
+        width = hi - lo
+        if f_lo > 0:
+            lo, hi = lo - 2 * width, lo
+        if f_hi < 0:
+            lo, hi = hi, hi + 2 * width
+        f_lo, f_hi = f(lo), f(hi)
+    for _ in range(max_iter):
+        mid = 0.5 * (lo + hi)
+        value = f(mid)
+        if torch.abs(value) <= tol:
+            return q_at(mid)
+        if value > 0:
+            hi = mid
+        elif value < 0:
+            lo = mid
+    return q_at(0.5 * (lo + hi))
+
+
+#: fast-dro tolerances tried, loosest first: the first whose value matches the library's to 1e-9 is timed.
+FASTDRO_TOLS = (1e-6, 1e-8, 1e-10, 1e-12, 1e-14)
+
+
+def _matching_tol(losses: torch.Tensor, rho: float, ours: float) -> tuple[float, float]:
+    """The loosest of :data:`FASTDRO_TOLS` whose value is within 1e-9 of ``ours`` (relative): (tol, rel. gap)."""
+    for tol in FASTDRO_TOLS:
+        gap = abs(float(fastdro_chi2_ball(losses, rho, tol) @ losses) - ours) / abs(ours)
+        if gap <= 1e-9:
+            break
+    return tol, gap
+
+
+def bench_chi2_ball(
+    sizes, rhos=(0.05, 1.0), *, repeats: int, budget_s: float, seed: int = 0, on_row=None
+) -> list[dict]:
+    """The χ² ball on float64 CPU losses, dro_lab against :func:`fastdro_chi2_ball`, alternating call by call.
+
+    One row per n and ρ: fast-dro's ball ½·mean((nq − 1)²) ≤ ρ is ``worst_case_weights(losses,
+    divergence="chi2", radius=2ρ)``. Losses uniform on [0, 3) (as in ``weights``). ``ratio`` is fast-dro's
+    fastest call over dro_lab's fastest (the two alternate for ``repeats`` rounds or ``budget_s``),
+    ``paired_ratio`` the median of the per-round ratios; the torch thread count is in the row.
+    """
+    gen, cpu = torch.Generator().manual_seed(seed), torch.device("cpu")
+    rows = []
+    for n in sizes:
+        losses = torch.rand(n, generator=gen, dtype=torch.float64) * 3
+        for rho in rhos:
+            ours = float(worst_case_weights(losses, divergence="chi2", radius=2 * rho) @ losses)
+            tol, gap = _matching_tol(losses, rho, ours)
+            fns = {
+                "dro_lab": lambda: worst_case_weights(losses, divergence="chi2", radius=2 * rho),
+                "fastdro": lambda: fastdro_chi2_ball(losses, rho, tol),
+            }
+            # at least 20 rounds (budget permitting): the minimum of a millisecond call needs a few tries
+            times, rounds = paired_times(fns, cpu, max(repeats, 20), budget_s, min_rounds=min(repeats, 3))
+            row = {
+                "benchmark": "chi2_ball",
+                "n": n,
+                "rho": rho,
+                "radius": 2 * rho,
+                "dtype": "float64",
+                "threads": torch.get_num_threads(),
+                "fastdro_tol": tol,
+                "value_rel_gap": gap,
+                "rounds": rounds,
+                "dro_lab_s": min(times["dro_lab"]),
+                "fastdro_s": min(times["fastdro"]),
+                "paired_ratio": float(np.median(np.divide(times["fastdro"], times["dro_lab"]))),
+            }
+            row["ratio"] = row["fastdro_s"] / row["dro_lab_s"]
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    return rows
+
+
+CHI2_BALL_HEAD = (
+    "| n | fast-dro ρ (our radius 2ρ) | dro_lab | fast-dro RobustLoss (bisection, tol) | value gap "
+    "| fast-dro / dro_lab (min; paired median) |\n|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def format_chi2_ball(r: dict) -> str:
+    """One row of the chi2-ball table."""
+    return (
+        f"| {r['n']:.0e} | {r['rho']:g} ({r['radius']:g}) | {fmt_s(r['dro_lab_s'])} "
+        f"| {fmt_s(r['fastdro_s'])} (tol {r['fastdro_tol']:.0e}) | {r['value_rel_gap']:.1e} "
+        f"| {r['ratio']:.3g}× ({r['paired_ratio']:.3g}×) |"
+    )

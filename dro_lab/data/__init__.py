@@ -22,6 +22,8 @@ Modules:
   tabular sets (:func:`load_tabular`), 2-D blobs with a minority group (:func:`make_minority_blobs`);
 * :mod:`~dro_lab.data.online` — MNIST and CIFAR-10 through torchvision; offline they raise
   :class:`DatasetUnavailableError`, whose message names the embedded alternative;
+* :mod:`~dro_lab.data.fashion` — Fashion-MNIST offline from Debian's ``dataset-fashion-mnist`` package
+  (:func:`load_fashion_mnist`, :data:`FASHION_MNIST_CLASSES`), read with gzip and NumPy;
 * :mod:`~dro_lab.data.groups` — imbalance (:func:`make_imbalanced`), groups and counts;
 * :mod:`~dro_lab.data.defects` — the GI-LS lesson's defect sets;
 * :mod:`~dro_lab.data.transforms` — batch transformations (Mixup, CutMix, Cutout).
@@ -43,6 +45,7 @@ from .datasets import (
 )
 from .defects import DEFECT_TEXTURE_CLASSES, MT_COUNTS, load_digits_defects, make_defect_textures
 from .embedded import TABULAR_DATASETS, load_digits, load_tabular, make_minority_blobs
+from .fashion import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .groups import assign_groups, class_counts, dirichlet_split, group_counts, groups_from_classes, make_imbalanced
 from .online import DatasetUnavailableError, load_cifar10, load_mnist
 from .transforms import (
@@ -82,6 +85,8 @@ __all__ = [
     "DatasetUnavailableError",
     "load_cifar10",
     "load_mnist",
+    "FASHION_MNIST_CLASSES",
+    "load_fashion_mnist",
     "InputTransform",
     "blur_transform",
     "cutmix_batch",

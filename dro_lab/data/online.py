@@ -17,7 +17,7 @@ __all__ = ["DatasetUnavailableError", "load_mnist", "load_cifar10"]
 
 
 class DatasetUnavailableError(RuntimeError):
-    """A real dataset (MNIST, CIFAR-10) is not on disk and could not be downloaded.
+    """A real dataset (MNIST, Fashion-MNIST, CIFAR-10) is not on disk and could not be downloaded.
 
     The message says which embedded dataset to use instead and how to download the real one
     when the machine is online.
@@ -25,15 +25,28 @@ class DatasetUnavailableError(RuntimeError):
 
 
 def _unavailable_message(
-    name: str, root: str, download: bool, cause: BaseException | None, alternative: str, loader: str
+    name: str,
+    root: str,
+    download: bool,
+    cause: BaseException | None,
+    alternative: str,
+    loader: str,
+    *,
+    install: str | None = None,
+    download_root: str | None = None,
+    why: str | None = None,
 ) -> str:
-    why = "could not be downloaded" if download else "is not on disk and download=False"
+    """What a :class:`DatasetUnavailableError` says: why (``why`` overrides the default reason), an optional
+    system package (``install``), the embedded alternative, and the download call (into ``download_root``, by
+    default ``root``)."""
+    why = why or ("could not be downloaded" if download else "is not on disk and download=False")
     detail = f" ({type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''})" if cause else ""
     return (
         f"{name} {why} under root={root!r}{detail}.\n"
-        f"Offline, use the embedded alternative {alternative}: it ships with scikit-learn and needs no network.\n"
+        + (f"{install}\n" if install else "")
+        + f"Offline, use the embedded alternative {alternative}: it ships with scikit-learn and needs no network.\n"
         f"When the machine is online, download {name} once with "
-        f"dro_lab.data.{loader}(root={root!r}, download=True)."
+        f"dro_lab.data.{loader}(root={download_root or root!r}, download=True)."
     )
 
 
@@ -48,7 +61,17 @@ def _torchvision_datasets():
     return tv_datasets
 
 
-def _load_torchvision(cls_name: str, name: str, root: str, train: bool, download: bool, alternative: str, loader: str):
+def _load_torchvision(
+    cls_name: str,
+    name: str,
+    root: str,
+    train: bool,
+    download: bool,
+    alternative: str,
+    loader: str,
+    *,
+    install: str | None = None,
+):
     if not isinstance(root, (str, os.PathLike)):
         raise TypeError(f"root must be a folder path (str or os.PathLike), got {type(root).__name__}")
     for arg, value in (("train", train), ("download", download)):
@@ -62,7 +85,7 @@ def _load_torchvision(cls_name: str, name: str, root: str, train: bool, download
         # torchvision raises RuntimeError("Dataset not found ...") for missing files and
         # RuntimeError / URLError (an OSError) when a download fails offline.
         raise DatasetUnavailableError(
-            _unavailable_message(name, str(root), download, exc, alternative, loader)
+            _unavailable_message(name, str(root), download, exc, alternative, loader, install=install)
         ) from exc
 
 

@@ -1,5 +1,9 @@
 """Each paper's experiment as one call, the course's comparison, and hyper-parameter tuning.
 
+* :func:`run_experiment` — each paper's headline experiment (:data:`EXPERIMENTS`: ``"hws"``, ``"importance"``,
+  ``"also"``, ``"done"``, ``"gils"``) run with one fair protocol (:mod:`~dro_lab.experiments.protocol`: the same
+  tuning budget for every arm on a validation split, paired seeds, :func:`judge`), returning an
+  :class:`ExperimentResult` that saves to and loads from JSON;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
   :func:`summarise`, :func:`pareto_front`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held;
@@ -18,11 +22,24 @@ from .comparison import (
     run_comparison,
     summarise,
 )
+from .papers import EXPERIMENTS
+from .protocol import Arm, Claim, Experiment, Splits
+from .result import ExperimentResult
+from .runner import available_experiments, parse_seeds, run_experiment
 from .summary import summarize_runs
 from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
-from .verdict import VERDICTS, Verdict, combine, judge, mean_sd_text
+from .verdict import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
 
 __all__ = [
+    "EXPERIMENTS",
+    "Arm",
+    "Claim",
+    "Experiment",
+    "ExperimentResult",
+    "Splits",
+    "available_experiments",
+    "parse_seeds",
+    "run_experiment",
     "METHODS",
     "MethodSpec",
     "available_methods",
@@ -39,5 +56,6 @@ __all__ = [
     "Verdict",
     "combine",
     "judge",
+    "judge_band",
     "mean_sd_text",
 ]

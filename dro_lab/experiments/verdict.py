@@ -1,15 +1,24 @@
 """Whether a paper's claim held in our runs: the one verdict rule of the course, and its number formatting.
 
-A claim is a sign: "method A beats method B on metric M". The evidence is the per-seed differences
-``A − B`` of paired runs (the same data draw, initialisation and batch order for both methods).
-:func:`judge` turns them into one of three words:
+A claim is a sign: "method A beats method B on metric M" (by more than a threshold). The evidence is the
+per-seed differences of paired runs (the same data draw, initialisation and batch order for both methods),
+**oriented so that a positive difference supports the claim**:
 
-* ``"held"``: the mean difference is more than two standard errors above 0 **and** A wins in a majority of the
-  seeds;
-* ``"did not hold"``: the same, the other way round;
-* ``"not resolved"``: anything else, and always with fewer than three seeds (a smoke run draws no verdict).
+* ``A − B`` for a metric where higher is better (an accuracy);
+* ``B − A`` for a cost or an error (seconds, a loss);
+* ``log(B / A)`` (or ``log(A / B)``) for a claim stated as a ratio ("2× faster"), with the threshold
+  ``log 2``.
 
-Lessons report the word beside the numbers it came from (:func:`mean_sd_text`), never a word alone.
+:func:`judge` turns them into one of three words, from the two-sided Student-t confidence interval of their
+mean:
+
+* ``"held"``: the interval's lower bound is above the threshold;
+* ``"did not hold"``: its upper bound is below the threshold;
+* ``"not resolved"``: the interval contains the threshold, or there are fewer than ``min_seeds`` differences
+  (a smoke run draws no verdict).
+
+A claim stated as a band ("2.0–2.4×") is two one-sided claims: :func:`judge_band`. Lessons report the word
+beside the interval it came from (:meth:`Verdict.text`), never a word alone.
 """
 
 from __future__ import annotations
@@ -19,55 +28,105 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
+from scipy import stats
 
-from .._validation import check_bool, check_int, check_number
+from .._validation import check_int, check_number
 
-__all__ = ["VERDICTS", "Verdict", "judge", "combine", "mean_sd_text"]
+__all__ = ["VERDICTS", "Verdict", "judge", "judge_band", "combine", "mean_sd_text"]
 
 #: The three possible verdicts.
 VERDICTS = ("held", "did not hold", "not resolved")
 
 
 class Verdict(NamedTuple):
-    """What :func:`judge` says: the word, the mean paired difference, its standard error and the seeds won."""
+    """What :func:`judge` says.
 
-    status: str
+    Attributes:
+        verdict: ``"held"``, ``"did not hold"`` or ``"not resolved"``.
+        interval: ``(low, high)``, the t-interval of the mean difference (``(-inf, inf)`` for one seed).
+        mean: the mean of the differences.
+        n: the number of differences (seeds).
+        wins: how many differences are above the threshold.
+        threshold: the threshold the interval was compared with.
+        confidence: the interval's confidence level.
+    """
+
+    verdict: str
+    interval: tuple[float, float]
     mean: float
-    se: float
+    n: int
     wins: int
+    threshold: float
+    confidence: float
+
+    def text(self, digits: int = 2, *, scale: float = 1.0, unit: str = "") -> str:
+        """``"held: +3.10 (95 % interval 1.20 to 5.00, 5 seeds)"``; ``scale=100`` shows fractions as points."""
+        check_int(digits, "digits", low=0)
+        scale = check_number(scale, "scale")
+        low, high = (v * scale for v in self.interval)
+        seeds = f"{self.n} seed" + ("s" if self.n != 1 else "")
+        if not math.isfinite(low):
+            return f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}: no interval)"
+        pct = f"{self.confidence * 100:g} %"
+        return (
+            f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} "
+            f"({pct} interval {low:+.{digits}f} to {high:+.{digits}f}{unit}, {seeds})"
+        )
 
 
-def judge(diffs, *, larger_is_claim: bool = True, min_seeds: int = 3) -> Verdict:
-    """The verdict on a claim from paired per-seed differences (the claim: the difference is > 0).
+def _differences(differences) -> np.ndarray:
+    d = np.asarray(differences, dtype=float).reshape(-1)
+    if d.size == 0:
+        raise ValueError("differences is empty: need one paired difference per seed")
+    for i, v in enumerate(d):
+        check_number(float(v), f"differences[{i}]")
+    return d
+
+
+def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence: float = 0.95) -> Verdict:
+    """The verdict on a claim from its paired per-seed differences (oriented: positive supports the claim).
 
     Args:
-        diffs: one difference per seed, ``A − B`` (a sequence or array of finite numbers).
-        larger_is_claim: ``False`` when the claim is that the difference is *negative* (a cost, an error).
-        min_seeds: below this many seeds the verdict is ``"not resolved"`` whatever the numbers.
+        differences: one difference per seed (a sequence or array of finite numbers), oriented so that a
+            positive value supports the claim (see the module notes).
+        threshold: the claim is "the mean difference is above ``threshold``" (default 0: "better").
+        min_seeds: below this many differences the verdict is ``"not resolved"`` whatever the numbers.
+        confidence: the level of the two-sided t-interval, in (0, 1).
 
     Returns:
-        :class:`Verdict` ``(status, mean, se, wins)``; ``mean`` and ``wins`` in the claim's direction, ``se``
-        the standard error of the mean (``inf`` for one seed).
+        :class:`Verdict`: ``.verdict`` and ``.interval`` (plus the mean, the number of seeds and the wins).
     """
-    check_bool(larger_is_claim, "larger_is_claim")
+    threshold = check_number(threshold, "threshold")
     check_int(min_seeds, "min_seeds", low=2)
-    d = np.asarray(diffs, dtype=float).reshape(-1)
-    if d.size == 0:
-        raise ValueError("diffs is empty: need one paired difference per seed")
-    for i, v in enumerate(d):
-        check_number(float(v), f"diffs[{i}]")
-    d = d if larger_is_claim else -d
-    n = d.size
-    mean = float(d.mean())
-    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
-    wins = int((d > 0).sum())
-    if n < min_seeds:
-        return Verdict("not resolved", mean, se, wins)
-    if mean > 2 * se and wins > n / 2:
-        return Verdict("held", mean, se, wins)
-    if mean < -2 * se and wins < n / 2:
-        return Verdict("did not hold", mean, se, wins)
-    return Verdict("not resolved", mean, se, wins)
+    confidence = check_number(confidence, "confidence", low=0, high=1, low_open=True, high_open=True)
+    d = _differences(differences)
+    n, mean = d.size, float(d.mean())
+    if n > 1:
+        se = float(d.std(ddof=1)) / math.sqrt(n)
+        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * se
+        interval = (mean - half, mean + half)
+    else:
+        interval = (-math.inf, math.inf)
+    verdict = "not resolved"
+    if n >= min_seeds and interval[0] > threshold:
+        verdict = "held"
+    elif n >= min_seeds and interval[1] < threshold:
+        verdict = "did not hold"
+    wins = int((d > threshold).sum())
+    return Verdict(verdict, interval, mean, n, wins, threshold, confidence)
+
+
+def judge_band(differences, low: float, high: float, **options) -> str:
+    """A claim stated as a band, ``low < mean < high``: two one-sided claims, combined by :func:`combine`.
+
+    ``judge(d, threshold=low)`` for the lower edge and ``judge(-d, threshold=-high)`` for the upper one;
+    ``options`` go to :func:`judge`.
+    """
+    low, high = check_number(low, "low"), check_number(high, "high")
+    if not low < high:
+        raise ValueError(f"a band needs low < high, got low={low}, high={high}")
+    d = _differences(differences)
+    return combine([judge(d, threshold=low, **options).verdict, judge(-d, threshold=-high, **options).verdict])
 
 
 def combine(statuses: Iterable[str]) -> str:

@@ -58,7 +58,7 @@ from ..robust import chi2_penalised_weights, kl_penalised_weights
 from .sumtree import SumTree
 from .table import TableSampler, mean_over_duplicates
 
-__all__ = ["HWS_DIVERGENCES", "HWS_DRAWS", "HardnessWeightedSampler"]
+__all__ = ["AUTO_TREE_MIN_N", "HWS_DIVERGENCES", "HWS_DRAWS", "HardnessWeightedSampler"]
 
 
 #: Divergences the hardness-weighted sampler accepts (CVaR's weights have no β).
@@ -67,7 +67,17 @@ HWS_DIVERGENCES = ("kl", "chi2")
 
 #: How the hardness-weighted sampler draws a batch: ``"multinomial"`` (softmax + ``torch.multinomial``,
 #: O(n) per step) or ``"tree"`` (a sum tree over exp(β·history), O(b log n) per step; KL only).
+#: ``draw="auto"`` (the default) picks one of them (:data:`AUTO_TREE_MIN_N`).
 HWS_DRAWS = ("multinomial", "tree")
+
+#: ``draw="auto"`` takes the tree from this n on (KL, on the CPU, unless ``refresh_every=1`` rebuilds it
+#: every step), multinomial below. Measured: the two modes' sampler steps (draw b = 128, update; β = 10)
+#: timed side by side by ``dro-lab bench hws-draw --threads 2 --hws-sizes 1e3,1e4,3e4,5e4,7e4,1e5,1e6`` on
+#: this repository's 2-core CPU machine cross between n = 5·10⁴ (multinomial ahead) and 7·10⁴ (tree
+#: ahead), and an interleaved min-of-repeats timing at 1 and 2 threads agreed; 2¹⁶ sits in between. The
+#: README's bench passage gives the ratios. On accelerators the crossover was not measured (an O(n) pass
+#: is one kernel there, the tree's step some thirty small ones), so auto keeps multinomial there.
+AUTO_TREE_MIN_N = 65_536
 
 
 _WARM, _DRO = "warm_start", "dro"
@@ -99,8 +109,11 @@ class HardnessWeightedSampler(TableSampler):
             (Pearson χ²: the exact simplex projection, not the paper's eq. 21, which does not
             sum to one once an entry is clipped). β scales of the two are not comparable:
             χ² at 2β ≈ KL at β to first order.
-        draw: How a batch is drawn from ``q`` (the same distribution either way):
-            ``"multinomial"`` (default): ``softmax`` over the n losses and ``torch.multinomial``, O(n)
+        draw: How a batch is drawn from ``q`` (the same distribution either way): ``"auto"``
+            (default): ``"tree"`` when it applies (``divergence="kl"``, a CPU device, ``refresh_every``
+            other than 1) and ``n ≥`` :data:`AUTO_TREE_MIN_N`, else ``"multinomial"``; re-decided when
+            the divergence changes; the mode it took is :attr:`draw_mode`.
+            ``"multinomial"``: ``softmax`` over the n losses and ``torch.multinomial``, O(n)
             per step. ``"tree"``: a float64 sum tree (fan-out 32) over the leaves
             ``exp(β·(history_i − m))``, O(b log n) per step: each of the ``b`` draws descends the tree,
             each :meth:`update` rewrites its ``b`` leaves and their ancestors (each recomputed from its
@@ -155,7 +168,7 @@ class HardnessWeightedSampler(TableSampler):
         *,
         beta: float = 10.0,
         divergence: str = "kl",
-        draw: str = "multinomial",
+        draw: str = "auto",
         warm_start: bool = True,
         history_init: float | Tensor = -1.0,
         refresh_every: int | None = None,
@@ -185,7 +198,8 @@ class HardnessWeightedSampler(TableSampler):
         self._q: Tensor | None = None  # cached q: valid until the history or an option changes
         self._q_key: tuple | None = None
         self._tree = SumTree(self.device)  # draw="tree": built at the first hardness-weighted draw
-        self._draw = "multinomial"
+        self._draw = "multinomial"  # the mode in use; _draw_request is what was asked for (maybe "auto")
+        self._draw_request = "multinomial"
         self.beta = beta
         self.divergence = divergence
         self.draw = draw
@@ -236,23 +250,46 @@ class HardnessWeightedSampler(TableSampler):
     def divergence(self, value: str) -> None:
         if not isinstance(value, str) or value.lower() not in HWS_DIVERGENCES:
             raise ValueError(f"divergence must be one of {HWS_DIVERGENCES}, got {value!r}")
-        if value.lower() != "kl" and self._draw == "tree":
+        if value.lower() != "kl" and self._draw_request == "tree":
             raise ValueError(
                 f"divergence={value!r} needs draw='multinomial': draw='tree' supports divergence='kl' "
                 "only (χ² weights need a threshold over all n losses)"
             )
+        changed = value.lower() != getattr(self, "_divergence", None)
         self._divergence = value.lower()
+        if changed and self._draw_request == "auto":
+            self._use_draw(self._auto_draw())
 
     @property
     def draw(self) -> str:
-        """How batches are drawn, one of :data:`HWS_DRAWS` (the same distribution; see the class docs)."""
+        """How batches are drawn as asked: ``"auto"`` or one of :data:`HWS_DRAWS` (see the class docs)."""
+        return self._draw_request
+
+    @property
+    def draw_mode(self) -> str:
+        """The draw in use, one of :data:`HWS_DRAWS` (what ``draw="auto"`` picked)."""
         return self._draw
+
+    def _auto_draw(self) -> str:
+        """``draw="auto"``'s pick for this sampler (see :data:`AUTO_TREE_MIN_N`)."""
+        tree = self.divergence == "kl" and self.device.type == "cpu" and self.refresh_every != 1
+        return "tree" if tree and self.n >= AUTO_TREE_MIN_N else "multinomial"
+
+    def _use_draw(self, mode: str) -> None:
+        if mode != self._draw:
+            self._draw = mode
+            self._q = None
+            self._tree.clear()
 
     @draw.setter
     def draw(self, value: str) -> None:
-        if not isinstance(value, str) or value.lower() not in HWS_DRAWS:
-            raise ValueError(f"draw must be one of {HWS_DRAWS}, got {value!r}")
+        if not isinstance(value, str) or value.lower() not in (*HWS_DRAWS, "auto"):
+            raise ValueError(f"draw must be one of {HWS_DRAWS} or 'auto', got {value!r}")
         value = value.lower()
+        if value == "auto":
+            self._draw_request = value
+            self._use_draw(self._auto_draw())
+            return
         if value == "tree" and self.divergence != "kl":
             raise ValueError(
                 f"draw='tree' supports divergence='kl' only (χ² weights need a threshold over all n "
@@ -262,7 +299,7 @@ class HardnessWeightedSampler(TableSampler):
             raise ValueError(
                 "draw='tree' keeps a float64 sum tree, which MPS does not support; use draw='multinomial' on MPS"
             )
-        self._draw = value
+        self._draw_request = self._draw = value
         self._q = None
         self._tree.clear()
 
@@ -497,7 +534,8 @@ class HardnessWeightedSampler(TableSampler):
             "pending": self.pending,
             "generator": self.generator.get_state(),
             "perm_state": None if self._perm_state is None else self._perm_state.clone(),
-            "draw": self._draw,
+            "draw": self._draw_request,
+            "draw_mode": self._draw,  # what "auto" picked: a resumed run keeps drawing the same way
             "tree_shift": self._tree.shift,
             "tree_rebuilds": self._tree.rebuilds,
         }
@@ -507,10 +545,13 @@ class HardnessWeightedSampler(TableSampler):
         for key in ("n", "world_size"):
             if state[key] != getattr(self, key):
                 raise ValueError(f"state_dict was saved with {key}={state[key]}, this sampler has {getattr(self, key)}")
-        self._draw = "multinomial"  # any saved divergence is valid with it; the saved draw is set below
+        self._draw = self._draw_request = "multinomial"  # valid with any saved divergence; the saved draw below
         for key in _OPTIONS:  # the saved run's options win: resuming continues *that* run
             setattr(self, key, state[key])
         self.draw = state.get("draw", "multinomial")  # states saved before draw="tree" existed: multinomial
+        saved = state.get("draw_mode")
+        if self._draw_request == "auto" and saved in HWS_DRAWS and (saved != "tree" or self.device.type != "mps"):
+            self._use_draw(saved)  # the saved pick, even where auto would now pick the other
         if self.refresh_every is not None and self.refresh_fn is None:
             raise ValueError("the saved sampler refreshes its history (refresh_every) but this one has no refresh_fn")
         self.history = state["history"].to(self.device, torch.float32).clone()
@@ -534,8 +575,10 @@ class HardnessWeightedSampler(TableSampler):
 
     def __repr__(self) -> str:
         extras = [f"refresh_every={self.refresh_every}"] if self.refresh_every else []
-        if self._draw != "multinomial":
-            extras.append(f"draw={self._draw!r}")
+        if self._draw_request != "auto":
+            extras.append(f"draw={self._draw_request!r}")
+        elif self._draw != "multinomial":
+            extras.append(f"draw='auto' (took {self._draw!r})")
         extras += [
             f"{k}={getattr(self, a)}"
             for k, a in (("prob_floor", "prob_floor"), ("history_momentum", "history_momentum"))

@@ -99,7 +99,9 @@ class ImportanceSampler(TableSampler):
         refresh_every: ``None``: a stale score table, written only by :meth:`update` (the batch's own
             scores after each step) — beyond the paper. ``1``: all ``N`` scores recomputed before
             every draw (the paper's exact :math:`p^{GN}` at :math:`\theta_t`). ``k > 1``: every ``k``
-            steps, with :meth:`update` in between. Needs ``refresh_fn``.
+            steps, with :meth:`update` in between. Needs ``refresh_fn``. While ``p = u``
+            (``scheme="uniform"`` or ``alpha=0``) no draw reads the scores, so none is refreshed: a
+            refresh that falls due then is made before the first draw with ``alpha > 0``.
         refresh_fn: ``() -> Tensor(N)``: the current scores of the whole training set, in index order.
         max_pending: How many drawn batches may wait for their :meth:`update` before the next draw
             raises (as :class:`HardnessWeightedSampler`; DataLoader workers prefetch batches, which
@@ -174,6 +176,7 @@ class ImportanceSampler(TableSampler):
             if self.alpha == 1.0 and value == 0.0:
                 raise ValueError("scores_init=0 with alpha=1 gives every example probability 0: use alpha < 1")
             self.scores = torch.full((n,), value, dtype=torch.float32, device=self.device)
+        self._refresh_owed = False  # a refresh fell due while p = u (skipped, made before the next draw that needs it)
         self._p_last: Tensor | None = None  # the full p of the last draw
         # (indices, their draw-time p) of this process's recent batches, oldest first
         self._records: deque[tuple[Tensor, Tensor]] = deque(maxlen=self.max_pending + 1)
@@ -242,6 +245,10 @@ class ImportanceSampler(TableSampler):
         return -(-self.n // self.global_batch_size)
 
     # ------------------------------------------------------------------ the distribution
+
+    def _uses_scores(self) -> bool:
+        """Whether the next draw reads the scores: not for ``p = u`` (the uniform scheme, or α = 0)."""
+        return self._scheme != "uniform" and self._alpha > 0.0
 
     def _learns_from_updates(self) -> bool:
         return self._scheme != "uniform" and self.refresh_every != 1
@@ -336,8 +343,13 @@ class ImportanceSampler(TableSampler):
     def _next_batch(self) -> Tensor:
         if self._learns_from_updates():
             self._check_pending("p")
-        if self.refresh_every is not None and self.step % self.refresh_every == 0:
-            self._refresh()
+        if self.refresh_every is not None:
+            due = self.step % self.refresh_every == 0
+            if not self._uses_scores():  # p = u: no scoring pass; the first draw that reads scores makes it
+                self._refresh_owed = self._refresh_owed or due
+            elif due or self._refresh_owed:
+                self._refresh()
+                self._refresh_owed = False
         p = self.probabilities()
         idx = torch.multinomial(p, self.global_batch_size, replacement=True, generator=self.generator)
         idx = self._count_draw(idx)
@@ -420,6 +432,7 @@ class ImportanceSampler(TableSampler):
             "position": self.position,
             "step": self.step,
             "pending": self.pending,
+            "refresh_owed": self._refresh_owed,
             "generator": self.generator.get_state(),
             "p_last": None if self._p_last is None else self._p_last.clone(),
             "records": [(i.clone(), p.clone()) for i, p in self._records],
@@ -438,6 +451,7 @@ class ImportanceSampler(TableSampler):
         self._counts = state["counts"].to(self.device, torch.int32).clone()
         self.epoch, self.position, self.step = state["epoch"], state["position"], state["step"]
         self.pending = state["pending"]
+        self._refresh_owed = bool(state.get("refresh_owed", False))
         self._p = None
         self._p_last = None if state["p_last"] is None else state["p_last"].to(self.device).clone()
         self._records = deque(

@@ -19,7 +19,7 @@ with the weights held fixed; back-propagating through softmax(ℓ/r) gives a dif
 from __future__ import annotations
 
 import math
-import numbers
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -123,9 +123,19 @@ class DONEStrategy(AdversarialTrainingStrategy):
         r: the KL temperature (loss units; r → ∞ is AT, r → 0 the max loss), or ``r_schedule``: a dict
             ``{first_epoch: r}`` (the paper: ``{1: 10, 41: 1, 51: 0.1}`` of 60 epochs); u is reset when r changes
             (u tracks the batch mean of :math:`e^{\ell/r}`, so an old u belongs to the old r).
-        eta: η of the running average :math:`u_{t+1}=(1-\eta)u_t+\eta\,\bar g_{\mathcal B}`; 1 = the batch softmax.
+        eta: η of the running average :math:`u_{t+1}=(1-\eta)u_t+\eta\,\bar g_{\mathcal B}` (Algorithm 1 line 11);
+            1 (the default) = the batch softmax, weights summing to one.
         eps, alpha, steps, norm, random_start, clamp: the attack's.
     ``epoch_stats`` reports r, the effective sample size ESS/|B| = 1/(|B|Σω²) and the weights' sum.
+
+    **η < 1 scales the step.** The weights of one batch then sum to :math:`\bar g_{\mathcal B}/u_{t+1}`, not one,
+    and ``lr`` is effectively multiplied by that sum (``done_weight_sum`` in the history). It stays near one while
+    r is large against the spread of the losses, but at a small r a few hard batches dominate u: most batches'
+    sums are then near zero, a hard batch's up to 1/η, and the epoch's mean well below one. The weights are kept
+    as eq. (10) has them, because that is the algorithm the paper analyses
+    (Theorem 1 takes :math:`\eta_t\in[\frac12,1)`) and because normalising them per batch would cancel
+    :math:`u_{t+1}` and give exactly the η = 1 weights — η would do nothing. The constructor warns instead
+    (:class:`UserWarning`); to keep AT's step-size meaning use ``eta=1``, or raise ``lr`` by the reported sum.
     """
 
     name = "done"
@@ -164,9 +174,17 @@ class DONEStrategy(AdversarialTrainingStrategy):
             for v in r_schedule.values():
                 check_number(v, "r_schedule value", low=0, low_open=True)
         self.r_schedule = dict(sorted(r_schedule.items())) if r_schedule else None
-        if not (isinstance(eta, numbers.Real) and 0 < eta <= 1):
-            raise ValueError(f"eta must lie in (0, 1], got {eta!r}")
-        self.eta = float(eta)
+        self.eta = check_number(eta, "eta", low=0, high=1, low_open=True)
+        if self.eta < 1:
+            warnings.warn(
+                f"DONEStrategy(eta={self.eta:g}): with eta < 1 the weights of a batch sum to mean(exp(loss/r)) / u, "
+                "not 1 (Sow et al., Algorithm 1, eq. (10)), so the effective learning rate is lr times that sum: near "
+                "0 for most batches and up to lr/eta for hard ones once r is small against the spread of the "
+                "losses. fit's history reports the epoch's mean sum as done_weight_sum. Use eta=1 for weights "
+                "summing to one (the batch softmax), or raise lr.",
+                UserWarning,
+                stacklevel=2,
+            )
         self.inner, self.implicit = inner, bool(implicit)
         self.barrier = check_number(barrier, "barrier", low=0, low_open=True)
         self.log_u: Tensor | None = None

@@ -160,8 +160,6 @@ class HardnessWeightedStrategy(_SamplerStrategy):
 
 
 class ImportanceSamplingStrategy(_SamplerStrategy):
-    sampler_cls = ImportanceSampler
-
     r"""Importance-sampled SGD (Lahire 2023, eq. 2) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
 
     Batches come from a :class:`dro_lab.ImportanceSampler`; the loss is the weighted mean
@@ -174,15 +172,26 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
     * ``"loss"`` — the per-sample losses;
     * ``"last_layer"`` — the logit-gradient norm of Katharopoulos & Fleuret, forward only
       (:func:`dro_lab.logit_grad_norms`; for cross-entropy);
-    * ``"uniform"`` — none (plain SGD with replacement).
+    * ``"uniform"`` — none.
 
     With ``refresh_every=1`` (the default, the paper's set-up) all ``N`` scores are recomputed at the
     current parameters before every draw — affordable on the paper's 100 images, O(N) per step in
-    general. ``refresh_every=k`` refreshes every ``k`` draws; ``None`` keeps a stale table that each
-    batch's scores update after the step (its scores at the parameters after the step). ``alpha``,
-    ``power``, ``weight_exponent`` and ``clip_weights`` are the sampler's (``clip_weights`` biases the
-    estimator; it is off by default).
+    general. ``None`` keeps a stale table that each batch's scores update after the step (its scores at
+    the parameters after the step); ``refresh_every=k`` does the same and also rescores all ``N`` before
+    every ``k``-th draw. ``alpha``, ``power``, ``weight_exponent`` and ``clip_weights`` are the sampler's
+    (``clip_weights`` biases the estimator; it is off by default).
+
+    **Uniform p** (``scheme="uniform"`` or ``alpha=0``, :attr:`uniform`): :math:`p = u` makes every
+    weight :math:`1/(N u_i) = 1`, so the run is plain SGD and nothing is scored — no table, no
+    refresh, no extra forward pass. The batches are ERM's (a shuffled epoch from ``fit``'s
+    generator, the last batch short), so with the same seed and initial model the run is
+    :class:`dro_lab.ERM`'s, step for step: the fair baseline of the paper's Table 1. A shuffled epoch
+    draws without replacement, which is unbiased for :math:`p = u` (each batch is a uniformly random
+    subset); the with-replacement uniform draws of Eq. 2 are :class:`dro_lab.ImportanceSampler`'s
+    ``scheme="uniform"``.
     """
+
+    sampler_cls = ImportanceSampler
 
     def __init__(
         self,
@@ -204,7 +213,7 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
             refresh_every=refresh_every,
         )
         # validate now: a throw-away sampler
-        ImportanceSampler(
+        check = ImportanceSampler(
             1,
             1,
             device="cpu",
@@ -214,6 +223,10 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
             **self.options,
         )
         self.score_batch_size = check_int(score_batch_size, "score_batch_size")
+        #: True when p = u (the uniform scheme, or α = 0): ERM's batches, weights 1, nothing scored.
+        self.uniform = check.scheme == "uniform" or check.alpha == 0.0
+        # p = u gives w = 1^e = 1, clipped to min(1, c)
+        self._uniform_weight = min(1.0, check.clip_weights) if check.clip_weights is not None else 1.0
         tags = (
             [f"α={float(alpha):g}"]
             + ([f"power={power:g}"] if power != 1 else [])
@@ -239,7 +252,15 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
                 return logit_grad_norms(logits, y.to(self.device))
             return self.loss_fn(logits, y.to(self.device))
 
-    def _all_scores(self) -> Tensor:
+    def all_scores(self) -> Tensor:
+        """The scheme's scores of every training example at the current parameters, in index order.
+
+        The pass a refresh makes: ``N`` examples through the model in chunks of ``score_batch_size``
+        (forward and backward for ``"grad_norm"``, forward only otherwise). ``"uniform"`` has no scores:
+        all ones, no pass. Needs :meth:`setup` (run through :func:`dro_lab.fit`).
+        """
+        if self.options["scheme"] == "uniform":
+            return torch.ones(self.n, dtype=torch.float32, device=self.device)
         out = []
         for start in range(0, self.n, self.score_batch_size):
             x, y, _, _ = fetch_batch(self.train, torch.arange(start, min(start + self.score_batch_size, self.n)))
@@ -248,16 +269,40 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
 
     def setup(self, n: int, **context) -> None:
         super().setup(n, **context)
+        self.loss_fn = self.loss_fn or per_sample_cross_entropy
+        if self.uniform:  # p = u: ERM's batches from fit's generator, no sampler, no scores
+            self.sampler = None
+            self._saved = None
+            return
         if self.model is None or self.train is None:
             raise ValueError("ImportanceSamplingStrategy needs the model and the training set (run it through fit)")
-        self.loss_fn = self.loss_fn or per_sample_cross_entropy
-        self._attach(self._all_scores if self.options["refresh_every"] else None)
+        self._attach(self.all_scores if self.options["refresh_every"] else None)
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[Tensor]:
+        if self.uniform:
+            return Strategy.batches(self, epoch, batch_size)
+        return super().batches(epoch, batch_size)
+
+    def resume_batches(self, epoch: int, batch_size: int, consumed: int) -> Iterator[Tensor] | None:
+        if self.uniform:  # ERM's epoch: fit replays its draws
+            return None
+        return super().resume_batches(epoch, batch_size, consumed)
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.uniform and state["sampler"] is not None:
+            raise ValueError(
+                "this state holds an importance sampler's table, but this strategy samples uniformly "
+                f"({self.name}: p = u) and keeps none; load it into a strategy with the saved options"
+            )
+        super().load_state_dict(state)
 
     def reduce(self, losses: Tensor, *, indices: Tensor, groups: Tensor | None) -> Tensor:
+        if self.uniform:
+            return losses.mean() if self._uniform_weight == 1.0 else (self._uniform_weight * losses).mean()
         return (self.sampler.weights(indices).to(losses.dtype) * losses).mean()
 
     def observe(self, indices: Tensor, losses: Tensor) -> None:
-        if self.options["refresh_every"] is not None or self.options["scheme"] == "uniform":
+        if self.uniform or self.options["refresh_every"] == 1:  # the next draw rescores everything
             return
         if self.options["scheme"] == "loss":
             self.sampler.update(indices, losses)
@@ -266,4 +311,13 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
             self.sampler.update(indices, self._scores(x, y))
 
     def epoch_stats(self) -> dict:
+        if self.uniform:  # the sampler's statistics of p = u, in closed form
+            return {
+                "sampler_alpha": float(self.options["alpha"]),
+                "sampler_p_min": 1.0 / self.n,
+                "sampler_p_max": 1.0 / self.n,
+                "sampler_max_weight": self._uniform_weight,
+                "sampler_ess": float(self.n),
+                "sampler_variance_ratio": 1.0,
+            }
         return {f"sampler_{k}": v for k, v in self.sampler.stats().items() if isinstance(v, (int, float))}

@@ -72,15 +72,19 @@ def add_band_traces(
     col=None,
     showlegend: bool = True,
     dash: str | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> None:
     mean, std, n_runs = mean_std(curves)
+    low, high = mean - std, mean + std
+    if bounds is not None:  # an accuracy's band stays in [0, 1]
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     x = np.arange(1, len(mean) + 1) if x is None else np.asarray(x)
     where = {} if row is None else dict(row=row, col=col)
     if n_runs > 1:
         fig.add_trace(
             go.Scatter(
                 x=np.r_[x, x[::-1]],
-                y=np.r_[mean + std, (mean - std)[::-1]],
+                y=np.r_[high, low[::-1]],
                 fill="toself",
                 line=dict(width=0),
                 fillcolor=color,

@@ -139,9 +139,21 @@ def test_bench_cli_runs_the_hws_sections_quickly(tmp_path, capsys):
     draw = data["hws_draw"]
     assert [r["n"] for r in draw] == [300, 2000]
     assert all(r["ours_s"] > 0 and r["baseline_s"] > 0 and r["speedup"] > 0 for r in draw)
+    assert all(r["auto_took"] == "multinomial" and r["auto_s"] > 0 and r["auto_speedup"] > 0 for r in draw)
     assert all({"state_bytes", "q_bytes", "baseline_mode", "ours_mode"} <= set(r) for r in draw)
     printed = capsys.readouterr().out
     assert "| model, data |" in printed and "| n | dro_lab sampler" in printed
+    assert "draw='auto' takes the tree from n = " in printed and "(multinomial)" in printed
+
+
+def test_hws_draw_times_auto_and_reports_the_mode_it_took(monkeypatch):
+    import dro_lab.samplers.hardness as hardness
+
+    monkeypatch.setattr(hardness, "AUTO_TREE_MIN_N", 1000)
+    rows = hws.bench_hws_draw([300, 3000], batch_size=128, device=torch.device("cpu"), repeats=1, budget_s=0.2)
+    assert [r["auto_took"] for r in rows] == ["multinomial", "tree"]
+    assert all(r["auto_s"] > 0 and r["auto_speedup"] > 0 for r in rows)
+    assert "(tree)" in hws.format_hws_draw(rows[1]) and "(multinomial)" in hws.format_hws_draw(rows[0])
 
 
 def test_hws_step_runs_the_lessons_mnist_model_and_rejects_others():

@@ -1,4 +1,4 @@
-"""The one verdict rule (dro_lab.experiments.judge) against the rule written out case by case."""
+"""The one verdict rule (dro_lab.experiments.judge) against a t-interval computed with scipy."""
 
 from __future__ import annotations
 
@@ -6,42 +6,72 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from dro_lab.experiments import VERDICTS, Verdict, combine, judge, mean_sd_text
+from dro_lab.experiments import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
 
 
-def _by_hand(d: list[float]) -> str:
-    """The rule in words: ≥ 3 seeds; held if mean > 2 SE and most seeds won; did not hold if the mirror image."""
-    n = len(d)
-    mean = sum(d) / n
-    if n < 3:
-        return "not resolved"
-    se = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) / math.sqrt(n)
-    wins = sum(x > 0 for x in d)
-    if mean > 2 * se and wins > n / 2:
-        return "held"
-    if mean < -2 * se and wins < n / 2:
-        return "did not hold"
-    return "not resolved"
+def _by_scipy(d, threshold=0.0, min_seeds=3, confidence=0.95):
+    """The rule in words, with scipy's own interval: held above, did not hold below, else not resolved."""
+    if len(d) < 2:
+        return "not resolved", (-math.inf, math.inf)
+    low, high = stats.t.interval(confidence, len(d) - 1, loc=np.mean(d), scale=stats.sem(d))
+    if len(d) < min_seeds:
+        return "not resolved", (low, high)
+    if low > threshold:
+        return "held", (low, high)
+    if high < threshold:
+        return "did not hold", (low, high)
+    return "not resolved", (low, high)
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_judge_follows_the_rule_on_random_differences(seed):
+def test_judge_is_the_t_interval_rule(seed):
     rng = np.random.default_rng(seed)
-    d = list(rng.normal(rng.normal(0, 0.02), 0.02, size=int(rng.integers(1, 9))))
-    v = judge(d)
-    assert isinstance(v, Verdict) and v.status == _by_hand(d)
-    assert v.mean == pytest.approx(np.mean(d)) and v.wins == sum(x > 0 for x in d)
-    flipped = judge([-x for x in d], larger_is_claim=False)
-    assert flipped.status == v.status and flipped.mean == pytest.approx(v.mean)
+    d = list(rng.normal(rng.normal(0, 0.02), 0.02, size=int(rng.integers(2, 9))))
+    threshold = float(rng.choice([0.0, 0.01, -0.01]))
+    confidence = float(rng.choice([0.9, 0.95, 0.99]))
+    v = judge(d, threshold=threshold, confidence=confidence)
+    word, interval = _by_scipy(d, threshold, 3, confidence)
+    assert isinstance(v, Verdict) and v.verdict == word
+    assert v.interval == pytest.approx(interval, rel=1e-12, abs=1e-15)
+    assert v.mean == pytest.approx(np.mean(d)) and v.n == len(d)
+    assert v.wins == sum(x > threshold for x in d)
 
 
-def test_clear_cases_and_the_unpacking_lessons_use():
-    status, mean, se, wins = judge([0.10, 0.12, 0.11, 0.09])
-    assert (status, wins) == ("held", 4) and mean == pytest.approx(0.105)
-    assert judge([-0.1, -0.12, -0.11]).status == "did not hold"
-    assert judge([0.5, 0.6]).status == "not resolved"  # two seeds never decide
-    assert math.isinf(judge([0.3]).se)
+def test_orientation_is_the_callers_a_cost_is_judged_on_baseline_minus_ours():
+    ours_seconds = np.array([1.0, 1.1, 0.9, 1.0])
+    baseline_seconds = np.array([2.0, 2.3, 1.9, 2.1])
+    assert judge(baseline_seconds - ours_seconds).verdict == "held"  # ours costs less: the claim held
+    assert judge(ours_seconds - baseline_seconds).verdict == "did not hold"
+    # "at least 2x faster" as a log-ratio against log 2: the ratios are ≈ 2.07, too close to tell
+    assert judge(np.log(baseline_seconds / ours_seconds), threshold=math.log(2)).verdict == "not resolved"
+    assert judge(np.log(baseline_seconds / ours_seconds), threshold=math.log(1.5)).verdict == "held"
+
+
+def test_the_seed_minimum_never_calls_a_claim():
+    clear = [0.5, 0.51, 0.49, 0.5, 0.52]
+    assert judge(clear).verdict == "held"
+    assert judge(clear[:2]).verdict == "not resolved"  # two seeds: an interval, no verdict
+    assert judge(clear[:3], min_seeds=4).verdict == "not resolved"
+    one = judge([0.3])
+    assert one.verdict == "not resolved" and one.interval == (-math.inf, math.inf)
+    assert "no interval" in one.text()
+
+
+def test_a_band_is_two_one_sided_claims():
+    ratios = np.array([2.2, 2.25, 2.15, 2.2, 2.2])
+    assert judge_band(ratios, 2.0, 2.4) == "held"
+    assert judge_band(ratios, 2.3, 2.6) == "did not hold"  # below the band's lower edge
+    assert judge_band(ratios, 2.19, 2.4) == "not resolved"
+
+
+def test_text_shows_the_interval_beside_the_word():
+    v = judge([0.031, 0.028, 0.035, 0.030, 0.033])
+    low, high = v.interval
+    assert v.text(1, scale=100, unit=" points") == (
+        f"held: +{v.mean * 100:.1f} points (95 % interval +{low * 100:.1f} to +{high * 100:.1f} points, 5 seeds)"
+    )
 
 
 def test_combine_and_mean_sd_text():
@@ -59,7 +89,10 @@ def test_combine_and_mean_sd_text():
     [
         (lambda: judge([]), ValueError),
         (lambda: judge([0.1, float("nan"), 0.2]), ValueError),
-        (lambda: judge([0.1], larger_is_claim="yes"), TypeError),
+        (lambda: judge([0.1], threshold="0"), TypeError),
+        (lambda: judge([0.1, 0.2, 0.3], confidence=1.0), ValueError),
+        (lambda: judge([0.1, 0.2, 0.3], min_seeds=1), ValueError),
+        (lambda: judge_band([0.1, 0.2], 0.3, 0.2), ValueError),
         (lambda: combine(["maybe"]), ValueError),
     ],
 )

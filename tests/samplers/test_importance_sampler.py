@@ -298,6 +298,43 @@ def test_refresh_every_1_is_the_exact_scheme_and_needs_no_update():
     assert chisquare_p(counts, np_mixture(scores.numpy(), 0.5)) > P_MIN
 
 
+@pytest.mark.parametrize("opts", [dict(scheme="uniform", alpha=0.5), dict(scheme="grad_norm", alpha=0.0)])
+def test_uniform_p_never_calls_refresh_fn_and_draws_uniformly(opts):
+    calls = []
+    s = _sampler(6, 300, refresh_every=1, refresh_fn=lambda: calls.append(1) or torch.arange(1.0, 7.0), **opts)
+    counts = draw_counts(s, 10)
+    assert calls == []  # p = u reads no score: no scoring pass at all
+    assert chisquare_p(counts, np.full(6, 1 / 6)) > P_MIN
+    assert chisquare_p(counts, np_mixture(np.arange(1.0, 7.0), 1.0)) < P_MIN  # power: p ∝ the scores is rejected
+
+
+def test_a_refresh_owed_while_alpha_is_0_is_made_before_the_first_draw_with_alpha_above_0():
+    calls = []
+
+    def refresh():
+        calls.append(s.step)
+        return torch.arange(1.0, 13.0)
+
+    s = _sampler(12, 2, alpha=0.0, refresh_every=3, refresh_fn=refresh, max_pending=MANY)
+    it = s.batches()
+    next(it)  # draw 0: a refresh falls due, skipped (p = u)
+    next(it)  # draw 1
+    assert calls == []
+    state = s.state_dict()  # the owed refresh is part of the state
+    s.alpha = 0.5  # a slider moves
+    next(it)  # draw 2: the owed refresh first
+    next(it)  # draw 3: on schedule
+    next(it)  # draw 4: nothing due
+    assert calls == [2, 3]
+    calls.clear()
+    t = _sampler(12, 2, seed=3, refresh_every=3, refresh_fn=refresh, max_pending=MANY)
+    t.load_state_dict(state)
+    t.alpha = 0.5
+    s = t  # refresh() records the step of the sampler it serves
+    next(t.batches())  # draw 2 of the restored run
+    assert calls == [2]
+
+
 def test_max_pending_guards_staleness_of_the_stale_table():
     s = _sampler(10, 2, max_pending=1)
     it = s.batches()

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _stats import np_softmax, pooled_chisquare
+from _stats import draw_counts, np_softmax, pooled_chisquare
 from _util import through_bytes
 
 import dro_lab.samplers.sumtree as sumtree
@@ -37,18 +37,6 @@ def _tree(n, b, h, seed=0, **kw) -> HardnessWeightedSampler:
         generator=torch.Generator().manual_seed(seed),
         **kw,
     )
-
-
-def _counts(s: HardnessWeightedSampler, draws: int) -> np.ndarray:
-    counts = np.zeros(s.n, dtype=np.int64)
-    got = 0
-    while got < draws:
-        for idx in s.batches():
-            counts += np.bincount(idx.numpy(), minlength=s.n)
-            got += idx.numel()
-            if got >= draws:
-                break
-    return counts
 
 
 class BruteHistory:
@@ -88,7 +76,7 @@ def test_tree_draws_match_numpy_softmax(beta, n):
     rng = np.random.default_rng(int(beta * 10) + n)
     h = np.float32(rng.uniform(0.0, 6.0 / beta, size=n))  # β·h spans [0, 6): a non-trivial q at every β
     s = _tree(n, 1000, h, seed=n, beta=beta)
-    counts = _counts(s, 200_000)
+    counts = draw_counts(s, 200_000)
     oracle = np_softmax(h, beta)
     assert pooled_chisquare(counts, oracle) > P_MIN
     # power: the same counts reject a 30 % error in β and uniform sampling
@@ -100,7 +88,7 @@ def test_tree_draws_with_the_floor_are_the_uniform_mixture():
     n, beta, eps = 1000, 10.0, 0.2
     h = np.float32(np.random.default_rng(5).uniform(0.0, 1.0, size=n))
     s = _tree(n, 1000, h, seed=1, beta=beta, prob_floor=eps)
-    counts = _counts(s, 200_000)
+    counts = draw_counts(s, 200_000)
     q = np_softmax(h, beta)
     assert pooled_chisquare(counts, (1 - eps) * q + eps / n) > P_MIN
     assert pooled_chisquare(counts, q) < 1e-10  # the floor forgotten
@@ -123,7 +111,7 @@ def test_tree_draws_after_updates_with_duplicates_follow_the_current_history(mom
         brute.update = update
     _drive(s, brute, 40, rng, high=1.5)  # 40 × 64 draws over 200 examples: many duplicates
     np.testing.assert_allclose(s.history.numpy(), brute.h, rtol=1e-6)
-    counts = _counts(s, 200_000)
+    counts = draw_counts(s, 200_000)
     assert pooled_chisquare(counts, np_softmax(brute.h, beta)) > P_MIN
     assert pooled_chisquare(counts, np_softmax(h0, beta)) < 1e-10  # stale leaves: the initial history
 
@@ -147,7 +135,7 @@ def test_tree_rebuilds_when_the_total_leaves_its_range_and_still_draws_softmax(s
     assert s.tree_rebuilds == 2
     brute = BruteHistory(h0)
     brute.update(idx, new)
-    counts = _counts(s, 200_000)
+    counts = draw_counts(s, 200_000)
     assert pooled_chisquare(counts, np_softmax(brute.h, beta)) > P_MIN
     assert pooled_chisquare(counts, np_softmax(h0, beta)) < 1e-10
 
@@ -156,9 +144,9 @@ def test_changing_beta_rebuilds_and_the_next_draws_use_it():
     n = 100
     h = np.float32(np.random.default_rng(3).uniform(0.0, 1.0, size=n))
     s = _tree(n, 1000, h, seed=4, beta=1.0)
-    _counts(s, 1000)
+    draw_counts(s, 1000)
     s.beta = 5.0
-    counts = _counts(s, 200_000)
+    counts = draw_counts(s, 200_000)
     assert s.tree_rebuilds == 2
     assert pooled_chisquare(counts, np_softmax(h, 5.0)) > P_MIN
     assert pooled_chisquare(counts, np_softmax(h, 1.0)) < 1e-10
@@ -247,7 +235,7 @@ def test_huge_beta_and_losses_stay_finite_and_draw_the_argmax_set(dtype):
         max_pending=MANY,
         generator=torch.Generator().manual_seed(0),
     )
-    counts = _counts(s, 20_000)
+    counts = draw_counts(s, 20_000)
     assert set(np.flatnonzero(counts)) == {3, 500, 999}
     assert pooled_chisquare(counts[[3, 500, 999]], np.full(3, 1 / 3)) > P_MIN
     q = s.probabilities()
@@ -256,12 +244,12 @@ def test_huge_beta_and_losses_stay_finite_and_draw_the_argmax_set(dtype):
     assert all(math.isfinite(v) for v in st.values() if isinstance(v, float))
     # a new, larger maximum from an update (float64 losses): the tree rebuilds and follows it
     s.update(torch.tensor([7, 8]), torch.tensor([2e6, 2e6], dtype=dtype))
-    counts = _counts(s, 5_000)
+    counts = draw_counts(s, 5_000)
     assert set(np.flatnonzero(counts)) == {7, 8}
     assert torch.isfinite(s._tree.top).all() and s.tree_rebuilds == 2
     # and back down: the maxima overwritten with small losses, every leaf would underflow
     s.update(torch.tensor([7, 8, 3, 500, 999]), torch.tensor([1.0, 1.0, 1.0, 1.0, 2.0], dtype=dtype))
-    counts = _counts(s, 5_000)
+    counts = draw_counts(s, 5_000)
     second = np.flatnonzero(s.history.numpy() == s.history.max().item())
     assert set(np.flatnonzero(counts)) == set(second.tolist())
 

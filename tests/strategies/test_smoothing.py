@@ -348,9 +348,9 @@ def test_baselines_through_fit_are_seeded_and_leave_the_global_rng(digits, strat
 def _smooth_objective(params: dict) -> float:
     return (
         -((params["alpha"] - 0.3) ** 2)
-        - (params["eta"] - 2.0) ** 2 / 10
+        - (np.log10(params["eta"]) - np.log10(0.02)) ** 2 / 10
         - (params["steps"] - 8) ** 2 / 200
-        - (params["epochs"] - 40) ** 2 / 4000
+        - (params["epochs"] - 20) ** 2 / 4000
     )
 
 
@@ -362,7 +362,9 @@ def test_tune_is_reproducible_and_beats_random(sampler):
     assert [t.params for t in runs[0].trials] == [t.params for t in runs[1].trials]
     for trial in runs[0].trials:
         assert isinstance(trial.params["steps"], int) and isinstance(trial.params["epochs"], int)
-        assert 0 <= trial.params["alpha"] <= 0.5 and 1.5 <= trial.params["eta"] <= 3.0
+        eta_low, eta_high = GILS_SEARCH_SPACE["eta"][1:]
+        assert 0 <= trial.params["alpha"] <= 0.5 and eta_low <= trial.params["eta"] <= eta_high
+        assert GILS_SEARCH_SPACE["steps"][1] <= trial.params["steps"] <= GILS_SEARCH_SPACE["steps"][2]
     random = tune(_smooth_objective, n_trials=12, sampler="random", seed=0)
     assert runs[0].best_value >= random.best_value - 0.01
 

@@ -1,0 +1,300 @@
+"""Run a paper's experiment with the course's one fair protocol: tune every arm alike, run paired seeds, judge.
+
+:func:`run_experiment` is what lessons and ``dro-lab experiment`` call. With ``out=DIR`` every finished
+training run is kept in ``DIR/runs/`` and the run in progress checkpoints in ``DIR/checkpoints/``
+(:func:`dro_lab.fit`'s checkpoints), so calling it again with the same arguments skips what is done and
+continues the interrupted run where it stopped; ``DIR/result.json`` is rewritten after every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from .._validation import check_bool, check_choice, check_int
+from ..engine.loop import fit
+from ..strategies import STRATEGIES
+from ..utils import resolve_device, seed_everything
+from .papers import EXPERIMENTS
+from .protocol import Arm, Experiment, Splits
+from .result import ExperimentResult
+
+__all__ = ["run_experiment", "parse_seeds", "available_experiments"]
+
+#: The data sets every experiment accepts.
+DATASETS = ("digits", "fashion-mnist")
+
+
+def available_experiments() -> tuple[str, ...]:
+    """The names :func:`run_experiment` and ``dro-lab experiment`` accept."""
+    return tuple(EXPERIMENTS)
+
+
+def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
+    """``"0-4"`` → ``[0, 1, 2, 3, 4]``; ``"0,2,5"`` → ``[0, 2, 5]``; a list or an int passes through."""
+    if isinstance(text, str):
+        seeds: list[int] = []
+        for part in text.split(","):
+            m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+            if not m:
+                raise ValueError(f"seeds must look like '0-4' or '0,2,5', got {text!r}")
+            low, high = int(m[1]), int(m[2] if m[2] is not None else m[1])
+            if high < low:
+                raise ValueError(f"seed range {part.strip()!r} runs backwards")
+            seeds += range(low, high + 1)
+    elif isinstance(text, int) and not isinstance(text, bool):
+        seeds = [text]
+    else:
+        seeds = [check_int(s, "seeds[i]", low=0) for s in text]
+    for s in seeds:
+        check_int(s, "seed", low=0)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
+    return seeds
+
+
+def run_experiment(
+    experiment: str | Experiment,
+    *,
+    dataset: str = "digits",
+    seeds: str | Sequence[int] = (0, 1, 2),
+    preset: str = "smoke",
+    trials: int | None = None,
+    out: str | os.PathLike | None = None,
+    methods: Sequence[str] | None = None,
+    device: str | torch.device = "auto",
+    progress: bool = True,
+    **overrides,
+) -> ExperimentResult:
+    """Tune, run and judge a paper's experiment (see :mod:`dro_lab.experiments.protocol` for the protocol).
+
+    Args:
+        experiment: a name of :func:`available_experiments` (``"hws"``, ``"importance"``, ``"also"``,
+            ``"done"``, ``"gils"``) or an :class:`~dro_lab.experiments.protocol.Experiment`.
+        dataset: ``"digits"`` (embedded, offline) or ``"fashion-mnist"`` (Debian's ``dataset-fashion-mnist``,
+            see :func:`dro_lab.load_fashion_mnist`).
+        seeds: the paired seeds of the final runs: a list, or text such as ``"0-4"``. The first one also
+            seeds the tuning runs.
+        preset: ``"smoke"`` (seconds, no verdict worth reading), ``"full"`` or ``"gpu"`` where the
+            experiment has it: the sizes, epochs and trials to start from.
+        trials: tuning trials per arm (the same for every arm); default the preset's. ``1`` runs each arm's
+            first grid point (its default) untuned.
+        out: a folder for the runs, checkpoints and ``result.json`` (made if absent); ``None`` keeps nothing.
+        methods: run only these arms (by name; the claims between them are kept); default all.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` …
+        progress: a progress bar over the training runs.
+        **overrides: settings of the preset to change (``epochs=5``, ``per_class=500`` …; the experiment's
+            preset names them).
+
+    Returns:
+        An :class:`~dro_lab.experiments.result.ExperimentResult`; ``.verdicts()`` judges the claims.
+    """
+    if isinstance(experiment, str):
+        check_choice(experiment, "experiment", EXPERIMENTS)
+        experiment = EXPERIMENTS[experiment]
+    elif not isinstance(experiment, Experiment):
+        raise TypeError(f"experiment must be a name or an Experiment, got {type(experiment).__name__}")
+    if methods is not None:
+        experiment = _only(experiment, methods)
+    check_choice(dataset, "dataset", DATASETS)
+    check_bool(progress, "progress")
+    seeds = parse_seeds(seeds)
+    config = experiment.config(dataset, preset, overrides)
+    config["trials"] = check_int(trials if trials is not None else config.get("trials", 1), "trials", low=1)
+    config["tune_seed"] = seeds[0]
+    device = resolve_device(device)
+    folder = _folder(out)
+    result = ExperimentResult(
+        experiment=experiment.name,
+        title=experiment.title,
+        paper=experiment.paper,
+        dataset=dataset,
+        preset=preset,
+        seeds=seeds,
+        config=dict(config),
+        methods=[a.name for a in experiment.arms],
+        claims=[asdict(c) for c in experiment.claims],
+        meta=_meta(device),
+    )
+    settings = {a.name: a.settings(config["trials"], config["tune_seed"]) for a in experiment.arms}
+    total = len(experiment.arms) * ((config["trials"] if config["trials"] > 1 else 0) + len(seeds))
+    with _bar(total, progress, experiment.name) as bar:
+        _tune(experiment, dataset, config, settings, result, folder, device, bar)
+        for seed in seeds:
+            splits = experiment.data(dataset, seed, config)
+            result.data[str(seed)] = splits.info
+            for arm in experiment.arms:
+                result.runs.append(
+                    _run(experiment, arm, result.chosen[arm.name], splits, seed, config, folder, device, bar, "run")
+                )
+                _save(result, folder)
+    return result
+
+
+def _only(experiment: Experiment, methods: Sequence[str]) -> Experiment:
+    """The experiment restricted to some arms, with the claims that compare two of them."""
+    if isinstance(methods, str) or not isinstance(methods, Sequence):
+        raise TypeError(f"methods must be a list of arm names, got {methods!r}")
+    arms = tuple(experiment.arm(name) for name in dict.fromkeys(methods))
+    if not arms:
+        raise ValueError("methods is empty: name at least one arm")
+    kept = {a.name for a in arms}
+    claims = tuple(c for c in experiment.claims if {c.method, c.baseline} <= kept)
+    return dataclasses.replace(experiment, arms=arms, claims=claims)
+
+
+def _tune(experiment, dataset, config, settings, result, folder, device, bar) -> None:
+    """Every arm's trials on the validation split of the tuning seed; the best score's setting is chosen."""
+    if config["trials"] == 1:
+        result.chosen = {name: s[0] for name, s in settings.items()}
+        return
+    splits = experiment.data(dataset, config["tune_seed"], config)
+    tuning = Splits(splits.train, None, splits.val, splits.info)
+    for arm in experiment.arms:
+        best = None
+        for setting in settings[arm.name]:
+            run = _run(experiment, arm, setting, tuning, config["tune_seed"], config, folder, device, bar, "tune")
+            score = run["final"][experiment.select]
+            result.trials.append({"method": arm.name, "setting": setting, "score": score})
+            if best is None or score > best[0]:
+                best = (score, setting)
+        result.chosen[arm.name] = best[1]
+        _save(result, folder)
+
+
+def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, config, folder, device, bar, phase):
+    """One training run (or its saved record): the final metrics on ``splits.test`` and the per-epoch curves."""
+    key = f"{phase}-{_slug(arm.name)}-{seed}-{_slug(json.dumps(setting, sort_keys=True))}"
+    done = folder / "runs" / f"{key}.json" if folder else None
+    if done is not None and done.exists():
+        bar.update(1)
+        return json.loads(done.read_text())
+    strategy_options, fit_options = arm.split(setting)
+    fit_options = {
+        "epochs": config["epochs"],
+        "batch_size": config["batch_size"],
+        "lr": config["lr"],
+        "optimizer": config.get("optimizer", "sgd"),
+        "momentum": config.get("momentum", 0.0),
+        **fit_options,
+    }
+    seed_everything(seed)
+    model = experiment.model(splits.train, config)
+    strategy = STRATEGIES[arm.strategy](**strategy_options) if arm.strategy else None
+    checkpoint = folder / "checkpoints" / f"{key}.pt" if folder else None
+    start = time.perf_counter()
+    history = fit(
+        model,
+        splits.train,
+        strategy=strategy,
+        test=splits.test if phase == "run" else None,
+        seed=seed,
+        device=device,
+        progress=False,
+        checkpoint=checkpoint,
+        **fit_options,
+    )
+    curves = _curves(experiment, history.records, config) if phase == "run" else {}
+    final = dict(experiment.metrics(model, splits.test, config))
+    if curves and experiment.summaries is not None:
+        final.update(experiment.summaries(curves, config))
+    record = {
+        "seed": seed,
+        "method": arm.name,
+        "setting": dict(setting),
+        "final": {k: float(v) for k, v in final.items()},
+        "curves": curves,
+        "seconds": time.perf_counter() - start,
+    }
+    if done is not None:
+        done.write_text(json.dumps(record))
+        checkpoint.unlink(missing_ok=True)
+    bar.update(1)
+    return record
+
+
+def _curves(experiment, records: list[dict], config) -> dict[str, list[float]]:
+    per_epoch = [experiment.curves(r, config) for r in records]
+    return {k: [float(p[k]) for p in per_epoch] for k in (per_epoch[0] if per_epoch else {})}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_")[:80] or "x"
+
+
+def _folder(out) -> Path | None:
+    if out is None:
+        return None
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a folder path or None, got {type(out).__name__}")
+    folder = Path(out)
+    for sub in ("runs", "checkpoints"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _save(result: ExperimentResult, folder: Path | None) -> None:
+    if folder is not None:
+        result.save(folder / "result.json")
+
+
+def _meta(device: torch.device) -> dict:
+    """How the result was made: the command, the commit, the date, the machine and the versions."""
+    return {
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "commit": _git_commit(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "hardware": _hardware(device),
+        "threads": torch.get_num_threads(),
+        "dro_lab": __version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def _hardware(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{platform.machine()} CPU, {os.cpu_count()} cores"
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _bar(total: int, progress: bool, name: str):
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm  # a widget in Jupyter, text in a terminal: chosen when the bar is made
+
+    return tqdm(total=total, desc=f"{name}: training runs", unit="run")

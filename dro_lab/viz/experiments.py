@@ -1,0 +1,112 @@
+"""Figures of a paper's experiment (:class:`dro_lab.experiments.ExperimentResult`): learning curves over
+seeds and the final metric seed by seed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .._validation import check_nonempty
+from ..experiments.result import ExperimentResult
+from ._style import LAYOUT, add_band_traces, method_colors
+
+__all__ = ["experiment_curves_figure", "experiment_seeds_figure"]
+
+
+def _prepare(result: ExperimentResult, methods, colors, percent: bool) -> tuple[list[str], float, dict, str]:
+    """The methods to draw, the scale (100 for percentages), their colours and the y-axis unit."""
+    methods = _methods(result, methods)
+    return methods, 100.0 if percent else 1.0, method_colors(methods, colors), " (%)" if percent else ""
+
+
+def _methods(result: ExperimentResult, methods: Sequence[str] | None) -> list[str]:
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"result must be an ExperimentResult, got {type(result).__name__}")
+    methods = list(result.methods if methods is None else methods)
+    check_nonempty(methods, "methods")
+    unknown = [m for m in methods if m not in result.methods]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; the result has {result.methods}")
+    return methods
+
+
+def experiment_curves_figure(
+    result: ExperimentResult,
+    metric: str,
+    *,
+    methods: Sequence[str] | None = None,
+    title: str | None = None,
+    colors: Mapping[str, str] | None = None,
+    percent: bool = True,
+) -> go.Figure:
+    """A per-epoch ``metric`` of each method: the mean over seeds and a ± one-sd band (kept inside [0, 100] %).
+
+    ``percent=True`` draws fractions as percentages.
+    """
+    methods, scale, palette, unit = _prepare(result, methods, colors, percent)
+    fig = go.Figure()
+    for m in methods:
+        add_band_traces(
+            fig,
+            None,
+            result.curve(metric, m) * scale,
+            name=m,
+            color=palette[m],
+            bounds=(0.0, 100.0) if percent else None,
+        )
+    seeds = len(result.seeds)
+    fig.update_layout(
+        **LAYOUT,
+        title=title or f"{metric.replace('_', ' ')} ({result.dataset}, {seeds} seed{'s' if seeds > 1 else ''})",
+        xaxis_title="epoch",
+        yaxis_title=metric.replace("_", " ") + unit,
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig
+
+
+def experiment_seeds_figure(
+    result: ExperimentResult,
+    metric: str,
+    *,
+    methods: Sequence[str] | None = None,
+    title: str | None = None,
+    colors: Mapping[str, str] | None = None,
+    percent: bool = True,
+) -> go.Figure:
+    """A final ``metric`` seed by seed: one dot per seed, lines joining each seed's methods (the pairing the
+    verdicts use), and each method's mean as a bar."""
+    methods, scale, palette, unit = _prepare(result, methods, colors, percent)
+    finals = result.final(metric)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(
+            x=methods,
+            y=[float(np.nanmean(finals[m])) * scale for m in methods],
+            name="mean",
+            marker_color=[palette[m] for m in methods],
+            opacity=0.35,
+            showlegend=False,
+        )
+    )
+    for i, seed in enumerate(result.seeds):
+        fig.add_trace(
+            go.Scatter(
+                x=methods,
+                y=[finals[m][i] * scale for m in methods],
+                mode="lines+markers",
+                name=f"seed {seed}",
+                line=dict(color="grey", width=1),
+                marker=dict(size=7),
+                showlegend=False,
+                hovertemplate=f"seed {seed}: %{{y:.1f}}<extra>%{{x}}</extra>",
+            )
+        )
+    fig.update_layout(
+        **LAYOUT,
+        title=title or f"{metric.replace('_', ' ')}: each seed, paired across methods",
+        yaxis_title=metric.replace("_", " ") + unit,
+    )
+    return fig
