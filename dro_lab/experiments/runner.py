@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -177,7 +178,7 @@ def _tune(experiment, dataset, config, settings, result, folder, device, bar) ->
 
 def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, config, folder, device, bar, phase):
     """One training run (or its saved record): the final metrics on ``splits.test`` and the per-epoch curves."""
-    key = f"{phase}-{_slug(arm.name)}-{seed}-{_slug(json.dumps(setting, sort_keys=True))}"
+    key = _run_key(phase, arm.name, seed, setting)
     done = folder / "runs" / f"{key}.json" if folder else None
     if done is not None and done.exists():
         bar.update(1)
@@ -231,8 +232,16 @@ def _curves(experiment, records: list[dict], config) -> dict[str, list[float]]:
     return {k: [float(p[k]) for p in per_epoch] for k in (per_epoch[0] if per_epoch else {})}
 
 
+def _run_key(phase: str, arm: str, seed: int, setting: Mapping) -> str:
+    """A file name for one run: readable, and unique through a hash of the exact arm name and setting (two arms
+    whose names differ only in a Greek letter never share a file)."""
+    exact = json.dumps([phase, arm, seed, setting], sort_keys=True, ensure_ascii=False)
+    digest = hashlib.sha1(exact.encode()).hexdigest()[:10]
+    return f"{phase}-{_slug(arm)}-{seed}-{_slug(json.dumps(setting, sort_keys=True))}-{digest}"
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_")[:80] or "x"
+    return re.sub(r"[^\w.=-]+", "_", text).strip("_")[:60] or "x"
 
 
 def _folder(out) -> Path | None:

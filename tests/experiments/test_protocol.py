@@ -4,6 +4,7 @@ runs are paired, verdicts are judge's on the per-seed differences, a finished ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -184,3 +185,17 @@ def test_every_registered_experiment_is_consistent():
             for preset, config in presets.items():
                 trials = config["trials"]
                 assert all(a.grid_size >= trials for a in e.arms), (name, dataset, preset)
+
+
+def test_arms_whose_names_differ_in_a_greek_letter_keep_separate_runs(tmp_path):
+    greek = dataclasses.replace(
+        TOY,
+        arms=(Arm("KL α=1", "RobustLossStrategy", {"divergence": "kl", "beta": 1.0}),
+              Arm("KL β=1", "RobustLossStrategy", {"divergence": "kl", "beta": 10.0})),
+        claims=(),
+    )  # fmt: skip
+    result = run_experiment(greek, seeds=[0], trials=1, out=tmp_path, progress=False)
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 2
+    assert [r["method"] for r in result.runs] == ["KL α=1", "KL β=1"]
+    names = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
+    assert any("α" in n for n in names) and any("β" in n for n in names)
