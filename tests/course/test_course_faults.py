@@ -445,14 +445,20 @@ def test_check_parameter_accepts_and_returns():
 LESSONS = sorted(NOTEBOOKS.glob("0*.ipynb"))
 
 
+def _imports_only(source):
+    """A cell of imports alone may sit between the parameters and the set-up call."""
+    lines = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return bool(lines) and all(line.startswith(("import ", "from ")) or line.startswith((" ", ")")) for line in lines)
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
 def test_every_lesson_checks_its_parameters_right_after_them(path):
-    """Static: one parameters cell; the next code cell makes the one set-up call with the lesson's id (no
-    checks of its own), and the syllabus checks every parameter the notebook declares."""
+    """Static: one parameters cell; the next code cell (after an optional cell of imports) makes the one set-up
+    call with the lesson's id (no checks of its own), and the syllabus checks every parameter the notebook declares."""
     nb = nbformat.read(str(path), as_version=4)
     tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
-    check = next(c for c in nb.cells[tagged[0] + 1 :] if c.cell_type == "code")
+    check = next(c for c in nb.cells[tagged[0] + 1 :] if c.cell_type == "code" and not _imports_only(c.source))
     assert f'setup_lesson("{path.stem}", globals()' in check.source
     for copied in ("check_parameter(", "PRESETS", "DRO_LAB_PRESET", "resolve_device(", "def _positive", "def _int"):
         assert copied not in check.source, f"{path.name}: `{copied}` belongs to setup_lesson and the syllabus"
