@@ -118,6 +118,7 @@ def run_experiment(
     config["tune_seed"] = seeds[0]
     device = resolve_device(device)
     folder = _folder(out)
+    _claim_folder(folder, experiment.name, dataset, config)
     result = ExperimentResult(
         experiment=experiment.name,
         title=experiment.title,
@@ -255,6 +256,30 @@ def _folder(out) -> Path | None:
     return folder
 
 
+def _claim_folder(folder: Path | None, name: str, dataset: str, config: Mapping) -> None:
+    """Mark ``folder`` with what its runs were made from, and refuse to resume runs of another configuration
+    (they would be reused as if they were this one's)."""
+    if folder is None:
+        return
+    stamp = json.loads(json.dumps({"experiment": name, "dataset": dataset, "config": dict(config)}, default=str))
+    path = folder / "configuration.json"
+    if path.exists():
+        before = json.loads(path.read_text())
+        if before != stamp:
+            changed = sorted(
+                k
+                for k in {*before.get("config", {}), *stamp["config"]}
+                if before["config"].get(k) != stamp["config"].get(k)
+            )
+            what = changed or [k for k in ("experiment", "dataset") if before.get(k) != stamp[k]]
+            raise ValueError(
+                f"{folder} holds runs of another configuration (differs in {what}): "
+                "give another out folder, or delete this one to start again"
+            )
+        return
+    path.write_text(json.dumps(stamp, indent=1) + "\n")
+
+
 def _save(result: ExperimentResult, folder: Path | None) -> None:
     if folder is not None:
         result.save(folder / "result.json")
@@ -265,6 +290,7 @@ def _meta(device: torch.device) -> dict:
     return {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "commit": _git_commit(),
+        "uncommitted_changes": _git_dirty(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "hardware": _hardware(device),
         "threads": torch.get_num_threads(),
@@ -288,6 +314,21 @@ def _git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def _git_dirty() -> bool | None:
+    """Whether the checkout's tracked files differ from its commit (None outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
 class _NoBar:

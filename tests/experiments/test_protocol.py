@@ -199,3 +199,16 @@ def test_arms_whose_names_differ_in_a_greek_letter_keep_separate_runs(tmp_path):
     assert [r["method"] for r in result.runs] == ["KL α=1", "KL β=1"]
     names = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
     assert any("α" in n for n in names) and any("β" in n for n in names)
+
+
+def test_a_folder_of_another_configuration_is_not_resumed(tmp_path):
+    run_experiment(TOY, seeds=[0], trials=1, out=tmp_path, progress=False, epochs=1)
+    with pytest.raises(ValueError, match=r"another configuration \(differs in \['epochs'\]\)"):
+        run_experiment(TOY, seeds=[0], trials=1, out=tmp_path, progress=False, epochs=2)
+    more_seeds = run_experiment(TOY, seeds=[0, 1], trials=1, out=tmp_path, progress=False, epochs=1)
+    assert more_seeds.seeds == [0, 1]  # more seeds of the same configuration resume
+
+
+def test_the_result_says_whether_the_checkout_had_uncommitted_changes(toy_result):
+    result, _, _ = toy_result
+    assert result.meta["uncommitted_changes"] in (True, False, None) and "commit" in result.meta

@@ -56,8 +56,10 @@ def _summaries(curves: Mapping, config: Mapping) -> dict:
 
 _PAPER = "Fidon, Ourselin & Vercauteren (2019), §4.1–4.2, Fig. 1–2 (imbalanced MNIST, 1 % of the 3s)"
 
-# digits: the embedded 8×8 set (about 137 training images per class, 14 of the minority kept); Fashion-MNIST: 1 %
-# of the class kept (20 of 2 000 in full; the paper's scale, 60 of 6 000, in gpu), the whole test set.
+# digits: the embedded 8×8 set (about 137 training images per class, 14 of the minority kept). Fashion-MNIST, the
+# whole test set: full keeps 2 000 images of each class and 76 of the minority, so that about 61 (the paper's count)
+# remain after the validation split — 3.8 % of a class rather than 1 %, so the run fits two CPU cores; with 1 % of
+# 2 000 (16 training images) every method scored 0 on the class. gpu keeps the paper's 1 % of all 6 000.
 _DIGITS = dict(size=8, model="digits_cnn", minority_class=3, minority_count=14, epochs=5, batch_size=20, lr=0.05,
                trials=1, val_fraction=0.2, per_class=None, test_per_class=None)  # fmt: skip
 _FASHION = {**_DIGITS, "size": 28, "batch_size": 64}
@@ -65,7 +67,7 @@ _PRESETS = {
     "digits": {"smoke": _DIGITS, "full": {**_DIGITS, "epochs": 30, "trials": 4}},
     "fashion-mnist": {
         "smoke": {**_FASHION, "minority_count": 6, "epochs": 2, "per_class": 600, "test_per_class": 100},
-        "full": {**_FASHION, "minority_count": 20, "epochs": 15, "trials": 3, "per_class": 2000},
+        "full": {**_FASHION, "minority_count": 76, "epochs": 15, "trials": 4, "per_class": 2000},
         "gpu": {
             **_FASHION,
             "model": "small_cnn",
