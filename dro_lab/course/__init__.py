@@ -29,6 +29,8 @@ Modules, from the bottom up:
   :func:`load_syllabus`, :func:`find_syllabus`, :func:`syllabus_markdown`;
 - ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`;
 - ``records``: :func:`record`, :func:`read_records`;
+- ``exercises``: :func:`check_exercise` (what a lesson's check cell calls), :func:`read_solutions`,
+  :func:`fill_solutions` (the instructor copy), :func:`solutions_path`;
 - ``results``: :class:`LessonResult`, :class:`FailingCell`; ``failures``: :func:`find_failing_cell` and
   the failure kind of a papermill run;
 - ``control``: :class:`RunInterrupted` and the run's papermill processes; ``execute``: one lesson through
@@ -41,6 +43,7 @@ Modules, from the bottom up:
 from __future__ import annotations
 
 from .control import RunInterrupted
+from .exercises import ExerciseCheck, check_exercise, fill_solutions, read_solutions, solutions_path
 from .failures import find_failing_cell
 from .lesson_setup import LessonSetup, setup_lesson
 from .parameters import PRESET_ENV, check_parameter, notebook_parameters, parse_parameter_value
@@ -54,6 +57,11 @@ from .syllabus import DEFAULT_PRESETS, Lesson, Syllabus, SyllabusError, find_syl
 
 __all__ = [
     "DEFAULT_PRESETS",
+    "ExerciseCheck",
+    "check_exercise",
+    "fill_solutions",
+    "read_solutions",
+    "solutions_path",
     "DEFAULT_TIMEOUT",
     "RECORD_ENV",
     "PRESET_ENV",
