@@ -9,7 +9,7 @@ PRESET ?= smoke
 OUT    ?= build/course
 PYTEST_ARGS ?=
 
-.PHONY: env course test lint lab bench clean help
+.PHONY: env course test lint lab bench reference clean help
 
 help:
 	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/"
@@ -17,6 +17,7 @@ help:
 	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"
 	@echo "make bench   - speed measurements (dro-lab bench)"
+	@echo "make reference - re-run the five shipped reference runs (about 2 h on 2 cores; resumes) into the package"
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,10 @@ lab: env
 
 bench: env
 	$(BIN)/dro-lab bench
+
+# The reference runs shipped in dro_lab/experiments/reference_results/: each command resumes under build/reference.
+reference: env
+	$(BIN)/dro-lab reference all --regenerate --ship --runs build/reference
 
 clean:
 	rm -rf build .pytest_cache

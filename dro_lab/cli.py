@@ -6,6 +6,8 @@
     dro-lab course run  [--preset smoke|full|gpu] [--jobs N] [--out DIR] [--only LESSON ...]
                         [-p NAME VALUE ...] [--sweep PARAM=v1,v2,...] [--force | --resume]
                         [--no-html] [--timeout S] [--syllabus PATH]
+    dro-lab experiment NAME [--dataset D] [--seeds 0-4] [--preset P] [--out DIR] [--set KEY=VALUE ...]
+    dro-lab reference [NAME|all] [--list] [--regenerate | --bundle] [--runs DIR] [--ship]
     dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
     dro-lab --version
 
@@ -68,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_course_list(course_commands)
     _add_course_run(course_commands)
     _add_experiment(commands)
+    _add_reference(commands)
 
     # Registered for --help only: main() forwards everything after "bench" untouched.
     commands.add_parser("bench", help="speed measurements (arguments go to dro_lab.bench)", add_help=False)
@@ -103,6 +106,55 @@ def _add_experiment(commands: Any) -> None:
         help="change a preset setting, e.g. --set epochs=5 (Python literals; repeatable)",
     )
     experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_reference(commands: Any) -> None:
+    reference = commands.add_parser(
+        "reference",
+        help="show or regenerate the reference runs shipped with the package",
+        description=(
+            "The reference runs: each paper's experiment at full size on Fashion-MNIST, 5 paired seeds, shipped in "
+            "the package for the lessons to show. NAME alone prints its tables and verdicts; --regenerate runs "
+            "(or resumes) its commands under RUNS and writes RUNS/NAME.json (with --ship, the package's own file "
+            "in a source checkout); --bundle does the same from runs already finished."
+        ),
+    )
+    reference.add_argument("name", nargs="?", help="hws, importance, also, done, gils or all (see --list)")
+    reference.add_argument("--list", action="store_true", help="list the references, their lessons and commands")
+    action = reference.add_mutually_exclusive_group()
+    action.add_argument("--regenerate", action="store_true", help="run (or resume) the commands, then bundle")
+    action.add_argument("--bundle", action="store_true", help="bundle results already run under RUNS")
+    reference.add_argument("--runs", default=os.path.join("build", "reference"), help="run folders (build/reference)")
+    reference.add_argument("--ship", action="store_true", help="write the package's file, not RUNS/NAME.json")
+    reference.add_argument("--preset", default=None, help="another preset than full (a smoke regeneration)")
+    reference.add_argument("--seeds", default=None, help="other seeds than 0-4")
+    reference.add_argument("--device", default="auto", help="auto, cpu, cuda ... (default: auto)")
+    reference.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _reference(args) -> int:
+    from .experiments import reference  # the whole training stack: loaded for this command only
+
+    if args.list or not args.name:
+        for name, plan in reference.REFERENCES.items():
+            print(f"{name} (lesson {plan.lesson}):")
+            print("".join(f"    {command}\n" for command in plan.commands(args.runs)), end="")
+        return 0 if args.list else 2
+    names = reference.available_references() if args.name == "all" else [args.name]
+    for name in names:
+        if not (args.regenerate or args.bundle):
+            print(reference.load_reference(name).markdown())
+            continue
+        if args.regenerate:
+            made = reference.regenerate_reference(
+                name, args.runs, preset=args.preset, seeds=args.seeds, device=args.device, progress=not args.no_progress
+            )
+        else:
+            made = reference.bundle_reference(name, args.runs, preset=args.preset, seeds=args.seeds)
+        path = reference.shipped_path(name) if args.ship else os.path.join(args.runs, f"{made.name}.json")
+        print(made.markdown())
+        print(f"reference: {made.save(path)}")
+    return 0
 
 
 def _experiment(args) -> int:
@@ -363,14 +415,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command == "experiment":
+    if args.command in ("experiment", "reference"):
         try:
-            return _experiment(args)
-        except (ValueError, TypeError) as exc:
-            print(f"dro-lab experiment: error: {exc}", file=sys.stderr)
+            return {"experiment": _experiment, "reference": _reference}[args.command](args)
+        except (ValueError, TypeError, FileNotFoundError) as exc:
+            print(f"dro-lab {args.command}: error: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
-            print("dro-lab experiment: interrupted; the same command resumes", file=sys.stderr)
+            print(f"dro-lab {args.command}: interrupted; the same command resumes", file=sys.stderr)
             return 130
     if args.command == "course":
         if args.course_command is None:

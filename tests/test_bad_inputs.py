@@ -1378,6 +1378,16 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("type:result is a list", lambda: VZ().experiment_seeds_figure([], "accuracy"), T, r"ExperimentResult"),
         c("name:unknown metric", lambda: VZ().experiment_seeds_figure(EXP_RESULT(), "nope"), V, r"nope"),
     ],
+    "reference_beside_live_figure": [
+        c("type:live is a dict", lambda: VZ().reference_beside_live_figure(EXP_RESULT(), {}, "a"), T, r"live"),
+        c("type:reference is None", lambda: VZ().reference_beside_live_figure(None, EXP_RESULT(), "a"), T, r"Result"),
+        c(
+            "name:method not in the live run",
+            lambda: VZ().reference_beside_live_figure(EXP_RESULT(), EXP_RESULT(), "a", methods=["x"]),
+            V,
+            r"unknown methods \['x'\]",
+        ),
+    ],
     # ---------------------------------------------------------------- widgets.py
     "beta_slider": [
         c("beta<0:value=-1", lambda: WG().beta_slider(-1.0), V, r"value|β"),

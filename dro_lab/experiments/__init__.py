@@ -4,6 +4,8 @@
   ``"also"``, ``"done"``, ``"gils"``) run with one fair protocol (:mod:`~dro_lab.experiments.protocol`: the same
   tuning budget for every arm on a validation split, paired seeds, :func:`judge`), returning an
   :class:`ExperimentResult` that saves to and loads from JSON;
+* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`: one per paper lesson,
+  Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run; :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
   :func:`summarise`, :func:`pareto_front`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held;
@@ -24,6 +26,16 @@ from .comparison import (
 )
 from .papers import EXPERIMENTS
 from .protocol import Arm, Claim, Experiment, Splits
+from .reference import (
+    REFERENCES,
+    Reference,
+    ReferencePart,
+    ReferencePlan,
+    available_references,
+    bundle_reference,
+    load_reference,
+    regenerate_reference,
+)
 from .result import ExperimentResult
 from .runner import available_experiments, parse_seeds, run_experiment
 from .summary import summarize_runs
@@ -38,6 +50,14 @@ __all__ = [
     "ExperimentResult",
     "Splits",
     "available_experiments",
+    "REFERENCES",
+    "Reference",
+    "ReferencePart",
+    "ReferencePlan",
+    "available_references",
+    "bundle_reference",
+    "load_reference",
+    "regenerate_reference",
     "parse_seeds",
     "run_experiment",
     "METHODS",

@@ -14,7 +14,8 @@ re-exported here from its module:
 - :mod:`.smoothing`: the GI-LS shift field, transport cost against γ, the regulariser, generated images,
   cost against T, Bayesian-optimisation progress (lesson 06);
 - :mod:`.comparison`: the capstone's every-method figure (lesson 07);
-- :mod:`.experiments`: a paper's experiment: learning curves over seeds, the final metric seed by seed;
+- :mod:`.experiments`: a paper's experiment: learning curves over seeds, the final metric seed by seed, the
+  shipped reference run beside the reader's own;
 - :mod:`._style`: ``PALETTE``, the common layout and shared drawing helpers.
 
 The numbers the figures draw are computed by the library, never here; a few of those functions are also
@@ -35,7 +36,7 @@ from ._style import PALETTE
 from .adversarial import attack_gap_figure, attack_toy_figure, per_class_robust_figure
 from .comparison import comparison_figure
 from .done import done_weight_figure, r_schedule_figure
-from .experiments import experiment_curves_figure, experiment_seeds_figure
+from .experiments import experiment_curves_figure, experiment_seeds_figure, reference_beside_live_figure
 from .group_dro import (
     bilinear_figure,
     bilinear_traces,
@@ -119,5 +120,6 @@ __all__ = [
     # lesson 07
     "comparison_figure",
     "experiment_curves_figure",
+    "reference_beside_live_figure",
     "experiment_seeds_figure",
 ]

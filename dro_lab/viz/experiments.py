@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from .._validation import check_nonempty
 from ..experiments.result import ExperimentResult
 from ._style import LAYOUT, add_band_traces, method_colors
 
-__all__ = ["experiment_curves_figure", "experiment_seeds_figure"]
+__all__ = ["experiment_curves_figure", "experiment_seeds_figure", "reference_beside_live_figure"]
 
 
 def _prepare(result: ExperimentResult, methods, colors, percent: bool) -> tuple[list[str], float, dict, str]:
@@ -108,5 +109,59 @@ def experiment_seeds_figure(
         **LAYOUT,
         title=title or f"{metric.replace('_', ' ')}: each seed, paired across methods",
         yaxis_title=metric.replace("_", " ") + unit,
+    )
+    return fig
+
+
+def _run_label(result: ExperimentResult, who: str) -> str:
+    seeds = len(result.seeds)
+    return f"{who}: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
+
+
+def reference_beside_live_figure(
+    reference: ExperimentResult,
+    live: ExperimentResult,
+    metric: str,
+    *,
+    methods: Sequence[str] | None = None,
+    percent: bool = True,
+    title: str | None = None,
+) -> go.Figure:
+    """The shipped reference run (left) and the reader's own run (right) of one experiment, side by side: the
+    per-epoch ``metric`` of each method (mean over seeds, ± one-sd band), one colour per method in both panels,
+    each panel titled with its data set, seeds and preset. The live run's y-axis is its own (a smoke run on
+    other data need not share the reference's scale)."""
+    if not isinstance(live, ExperimentResult):
+        raise TypeError(f"live must be an ExperimentResult, got {type(live).__name__}")
+    methods = _methods(reference, methods)
+    missing = [m for m in methods if m not in live.methods]
+    if missing:
+        raise ValueError(f"the live run lacks methods {missing}; pass methods= to draw the shared ones")
+    scale, palette, unit = 100.0 if percent else 1.0, method_colors(methods, None), " (%)" if percent else ""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(_run_label(reference, "Reference run"), _run_label(live, "Your run")),
+        horizontal_spacing=0.08,
+    )
+    for col, result in ((1, reference), (2, live)):
+        for m in methods:
+            add_band_traces(
+                fig,
+                None,
+                result.curve(metric, m) * scale,
+                name=m,
+                color=palette[m],
+                row=1,
+                col=col,
+                showlegend=col == 1,
+                bounds=(0.0, 100.0) if percent else None,
+            )
+        fig.update_xaxes(title_text="epoch", row=1, col=col)
+    fig.update_yaxes(title_text=metric.replace("_", " ") + unit, row=1, col=1)
+    fig.update_layout(
+        **{**LAYOUT, "height": 450, "margin": dict(l=60, r=20, t=90, b=50)},
+        title=title or f"{metric.replace('_', ' ')}: the reference run beside yours",
+        legend=dict(orientation="h", y=-0.25),
     )
     return fig

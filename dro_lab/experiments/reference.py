@@ -1,0 +1,291 @@
+"""The reference runs shipped with the package: each paper's experiment run once at full size, for every lesson to
+show beside a student's live run.
+
+A reference is one or more :class:`~dro_lab.experiments.result.ExperimentResult` (one per command: ALSO runs at
+two imbalance ratios) with the exact ``dro-lab experiment`` command that made each. The files live in the
+package's data (``dro_lab/experiments/reference_results/NAME.json``), so pip, Colab and Binder users have them:
+
+* :func:`load_reference` — a shipped reference (or a file) as a :class:`Reference`;
+* :data:`REFERENCES` — what each reference runs: its lesson and its commands (:meth:`ReferencePlan.commands`);
+* :func:`regenerate_reference` — run (or resume) the commands and bundle their results into a reference file;
+  :func:`bundle_reference` bundles results already run.
+
+From the command line: ``dro-lab reference --list``, ``dro-lab reference hws`` (its tables and verdicts),
+``dro-lab reference hws --regenerate`` (``make reference`` regenerates all five).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .result import ExperimentResult
+from .runner import run_experiment
+
+__all__ = [
+    "REFERENCES",
+    "REFERENCE_SCHEMA",
+    "Reference",
+    "ReferencePart",
+    "ReferencePlan",
+    "available_references",
+    "bundle_reference",
+    "load_reference",
+    "regenerate_reference",
+    "shipped_path",
+]
+
+#: Bumped when a reference file's layout changes; :func:`load_reference` refuses other versions.
+REFERENCE_SCHEMA = 1
+_DATA = "reference_results"
+
+
+@dataclass(frozen=True)
+class ReferencePart:
+    """One command of a reference: a label (``""`` when the reference has one command), the experiment and the
+    preset settings it changes (``{"ratio": 100}``)."""
+
+    label: str
+    experiment: str
+    overrides: Mapping = field(default_factory=dict)
+
+    def folder(self) -> str:
+        """The run folder's name under the reference runs' folder (``also-ratio100``)."""
+        tail = "".join(f"-{k}{v:g}" if isinstance(v, (int, float)) else f"-{k}{v}" for k, v in self.overrides.items())
+        return f"{self.experiment}{tail}"
+
+
+@dataclass(frozen=True)
+class ReferencePlan:
+    """What a reference runs: its lesson, its parts, and the data set, seeds and preset every part shares."""
+
+    name: str
+    lesson: str
+    parts: tuple[ReferencePart, ...]
+    dataset: str = "fashion-mnist"
+    seeds: str = "0-4"
+    preset: str = "full"
+
+    def commands(
+        self, runs: str | os.PathLike = "build/reference", preset: str | None = None, seeds: str | None = None
+    ) -> list[str]:
+        """The exact ``dro-lab experiment`` command of each part, writing its runs under ``runs``."""
+        out = []
+        for part in self.parts:
+            words = [
+                "dro-lab",
+                "experiment",
+                part.experiment,
+                "--dataset",
+                self.dataset,
+                "--seeds",
+                seeds or self.seeds,
+            ]
+            words += ["--preset", preset or self.preset]
+            words += [w for k, v in part.overrides.items() for w in ("--set", f"{k}={v!r}")]
+            words += ["--out", str(Path(runs) / part.folder())]
+            out.append(shlex.join(words))
+        return out
+
+
+def _one(name: str, lesson: str, **overrides) -> ReferencePlan:
+    return ReferencePlan(name, lesson, (ReferencePart("", name, overrides),))
+
+
+#: The five references, one per paper lesson. ALSO is judged at two imbalance ratios (10 and 100).
+REFERENCES: dict[str, ReferencePlan] = {
+    "hws": _one("hws", "02_hardness_weighted_sampling"),
+    "importance": _one("importance", "03_importance_sampling"),
+    "also": ReferencePlan(
+        "also",
+        "04_group_dro_also",
+        (ReferencePart("ratio 10", "also", {"ratio": 10}), ReferencePart("ratio 100", "also", {"ratio": 100})),
+    ),
+    "done": _one("done", "05_adversarial_done"),
+    "gils": _one("gils", "06_label_smoothing_dro"),
+}
+
+
+def available_references() -> list[str]:
+    """The names of the references (:data:`REFERENCES`)."""
+    return list(REFERENCES)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference as shipped: its name, lesson, and one ``(label, command, result)`` part per command."""
+
+    name: str
+    lesson: str
+    parts: tuple[tuple[str, str, ExperimentResult], ...]
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for label, _, _ in self.parts]
+
+    def result(self, label: str | None = None) -> ExperimentResult:
+        """The result of one part (``label`` may be left out when there is one part)."""
+        if label is None and len(self.parts) == 1:
+            return self.parts[0][2]
+        for name, _, result in self.parts:
+            if name == label:
+                return result
+        raise ValueError(f"reference {self.name!r} has parts {self.labels}, not {label!r}")
+
+    def verdicts(self) -> list[dict]:
+        """Every part's verdicts, each row with its ``part`` label."""
+        return [{"part": label, **v} for label, _, result in self.parts for v in result.verdicts()]
+
+    def provenance(self, label: str | None = None) -> str:
+        """One line: data set, seeds, date, hardware and commit of a part's run."""
+        r = self.result(label)
+        meta = r.meta
+        commit = str(meta.get("commit", "unknown"))[:10] + (
+            " (with uncommitted changes)" if meta.get("uncommitted_changes") else ""
+        )
+        return (
+            f"{r.dataset}, {len(r.seeds)} paired seeds, {r.preset} preset, {_trials_text(r.config.get('trials', 1))}; "
+            f"run {str(meta.get('date', '?'))[:10]} on {meta.get('hardware', '?')}, commit {commit}"
+        )
+
+    def markdown(self) -> str:
+        """The reference as Markdown: per part, where it came from, its command, its table and verdicts."""
+        lines = [f"### Reference run: {self.parts[0][2].title}", ""]
+        for label, command, result in self.parts:
+            if label:
+                lines += [f"#### {label}", ""]
+            lines += [
+                f"*{self.provenance(label or None)}*",
+                "",
+                f"`{command}`",
+                "",
+                result.markdown(_shown(result)),
+                "",
+            ]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": REFERENCE_SCHEMA,
+            "name": self.name,
+            "lesson": self.lesson,
+            "parts": [{"label": lab, "command": cmd, "result": res.to_dict()} for lab, cmd, res in self.parts],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Reference:
+        """Rebuild a reference, checking its layout and every part's result (``ValueError`` saying what is wrong)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a reference is a mapping, got {type(data).__name__}")
+        if data.get("schema") != REFERENCE_SCHEMA:
+            raise ValueError(f"reference schema {data.get('schema')!r} is not {REFERENCE_SCHEMA}: regenerate it")
+        missing = [k for k in ("name", "lesson", "parts") if k not in data]
+        if missing or not data.get("parts"):
+            raise ValueError(f"the reference lacks {missing or ['parts']}")
+        parts = []
+        for i, part in enumerate(data["parts"]):
+            lacking = [k for k in ("label", "command", "result") if k not in part]
+            if lacking:
+                raise ValueError(f"parts[{i}] lacks {lacking}")
+            parts.append((part["label"], part["command"], ExperimentResult.from_dict(part["result"])))
+        return cls(data["name"], data["lesson"], tuple(parts))
+
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=None, separators=(",", ":"), ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+        return path
+
+
+def _trials_text(trials: int) -> str:
+    return "untuned (one setting per method)" if trials == 1 else f"tuned with {trials} trials per method"
+
+
+def _shown(result: ExperimentResult) -> list[str]:
+    """The claims' metrics, then the average ones a reader looks for beside them (those the runs recorded)."""
+    claimed = list(dict.fromkeys(c["metric"] for c in result.claims))
+    average = ("accuracy", "balanced_accuracy", "clean_accuracy", "loss")
+    return claimed + [m for m in average if m in result.metric_names() and m not in claimed]
+
+
+def _plan(name: str) -> ReferencePlan:
+    """A reference's plan by its name (``"hws"``) or its lesson's id (``"02_hardness_weighted_sampling"``)."""
+    if isinstance(name, str):
+        if name in REFERENCES:
+            return REFERENCES[name]
+        for plan in REFERENCES.values():
+            if plan.lesson == name:
+                return plan
+    raise ValueError(f"no reference {name!r}; references: {', '.join(REFERENCES)} (or their lessons' ids)")
+
+
+def load_reference(name: str | None = None, *, path: str | os.PathLike | None = None) -> Reference:
+    """The shipped reference ``name`` (``"hws"`` … or a lesson's id), or the reference file at ``path``."""
+    if (name is None) == (path is None):
+        raise ValueError("give a reference name or a path, not both or neither")
+    if path is not None:
+        return Reference.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    plan = _plan(name)
+    shipped = resources.files(__package__).joinpath(_DATA, f"{plan.name}.json")
+    if not shipped.is_file():
+        raise FileNotFoundError(
+            f"the reference {plan.name!r} is not in this installation ({shipped}); "
+            f"regenerate it with `dro-lab reference {plan.name} --regenerate`"
+        )
+    return Reference.from_dict(json.loads(shipped.read_text(encoding="utf-8")))
+
+
+def bundle_reference(
+    name: str, runs: str | os.PathLike = "build/reference", *, preset: str | None = None, seeds: str | None = None
+) -> Reference:
+    """The reference made of the results already run under ``runs`` (one folder per part, as its command wrote)."""
+    plan = _plan(name)
+    parts = []
+    for part, command in zip(plan.parts, plan.commands(runs, preset, seeds)):
+        path = Path(runs) / part.folder() / "result.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no result at {path}: run `{command}` first (or regenerate_reference)")
+        result = ExperimentResult.load(path)
+        expected = len(result.seeds) * len(result.methods)
+        if len(result.runs) < expected:
+            raise ValueError(f"{path} holds {len(result.runs)} of {expected} runs: finish `{command}` first")
+        parts.append((part.label, command, result))
+    return Reference(plan.name, plan.lesson, tuple(parts))
+
+
+def regenerate_reference(
+    name: str,
+    runs: str | os.PathLike = "build/reference",
+    *,
+    preset: str | None = None,
+    seeds: str | None = None,
+    device: str = "auto",
+    progress: bool = True,
+) -> Reference:
+    """Run (or resume: finished runs are kept under ``runs``) each command of the reference, then bundle it.
+    ``preset`` and ``seeds`` replace the plan's (a smoke regeneration in the tests)."""
+    plan = _plan(name)
+    for part in plan.parts:
+        run_experiment(
+            part.experiment,
+            dataset=plan.dataset,
+            seeds=seeds or plan.seeds,
+            preset=preset or plan.preset,
+            out=Path(runs) / part.folder(),
+            device=device,
+            progress=progress,
+            **dict(part.overrides),
+        )
+    return bundle_reference(name, runs, preset=preset, seeds=seeds)
+
+
+def shipped_path(name: str) -> Path:
+    """Where a source checkout keeps the shipped file of ``name`` (what ``--regenerate --ship`` writes)."""
+    return Path(__file__).resolve().parent / _DATA / f"{_plan(name).name}.json"

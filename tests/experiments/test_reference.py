@@ -1,0 +1,163 @@
+"""The reference runs shipped with the package: every file matches the JSON Schema (checked by jsonschema, not by
+our own loader), was made by its registered command from today's presets and claims, and judges its claims from
+at least five paired seeds; a smoke version of each command regenerates a file that loads."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shlex
+from importlib import resources
+
+import jsonschema
+import numpy as np
+import pytest
+
+from dro_lab.cli import build_parser, main
+from dro_lab.experiments import (
+    EXPERIMENTS,
+    REFERENCES,
+    VERDICTS,
+    Reference,
+    bundle_reference,
+    load_reference,
+)
+
+DATA = resources.files("dro_lab.experiments").joinpath("reference_results")
+SCHEMA = json.loads(DATA.joinpath("reference.schema.json").read_text())
+NAMES = list(REFERENCES)
+
+
+def _shipped(name: str) -> dict:
+    return json.loads(DATA.joinpath(f"{name}.json").read_text(encoding="utf-8"))
+
+
+def test_one_reference_per_paper_lesson():
+    assert sorted(REFERENCES) == sorted(EXPERIMENTS)
+    lessons = [plan.lesson for plan in REFERENCES.values()]
+    assert len(set(lessons)) == 5 and all(lesson[:2] in {"02", "03", "04", "05", "06"} for lesson in lessons)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_shipped_file_matches_the_json_schema(name):
+    jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker()).validate(_shipped(name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_shipped_result_is_what_its_command_makes_today(name):
+    """Same experiment, data set, seeds and preset as the registered command, and the configuration and claims the
+    current code gives that command: a reference that drifts from the code fails here and must be regenerated."""
+    plan, reference = REFERENCES[name], load_reference(name)
+    assert reference.name == name and reference.lesson == plan.lesson
+    assert reference.labels == [p.label for p in plan.parts]
+    for part, command, (label, shipped_command, result) in zip(plan.parts, plan.commands(), reference.parts):
+        assert shipped_command == command
+        experiment = EXPERIMENTS[part.experiment]
+        expected = experiment.config(plan.dataset, plan.preset, dict(part.overrides))
+        assert {k: result.config[k] for k in expected} == json.loads(json.dumps(expected)), label
+        assert result.config["tune_seed"] == result.seeds[0] and result.config["trials"] == expected["trials"]
+        assert result.claims == [json.loads(json.dumps(dataclasses.asdict(c))) for c in experiment.claims]
+        assert result.methods == [a.name for a in experiment.arms]
+        assert (result.experiment, result.dataset, result.preset) == (part.experiment, plan.dataset, plan.preset)
+        assert result.meta["uncommitted_changes"] is False and len(result.meta["commit"]) == 40
+        _check_recorded_command(result.meta["command"], part, plan)
+
+
+def _check_recorded_command(recorded: str, part, plan) -> None:
+    args = build_parser().parse_args(shlex.split(recorded)[1:])
+    if args.command == "reference":
+        assert args.name in (plan.name, "all") and args.regenerate and args.preset is None and args.seeds is None
+        return
+    assert (args.command, args.name, args.dataset, args.preset, args.seeds) == (
+        "experiment",
+        part.experiment,
+        plan.dataset,
+        plan.preset,
+        plan.seeds,
+    )
+    assert dict(s.split("=", 1) for s in args.overrides) == {k: repr(v) for k, v in part.overrides.items()}
+    assert args.methods is None and args.trials is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_claim_is_judged_from_five_paired_seeds(name):
+    reference = load_reference(name)
+    for _, _, result in reference.parts:
+        assert len(result.seeds) >= 5
+        pairs = {(r["seed"], r["method"]) for r in result.runs}
+        assert pairs == {(s, m) for s in result.seeds for m in result.methods}
+        for method, setting in result.chosen.items():  # the chosen setting is the best tuning trial
+            trials = [t for t in result.trials if t["method"] == method]
+            assert setting == max(trials, key=lambda t: t["score"])["setting"]
+            assert len(trials) == result.config["trials"]
+    for v in reference.verdicts():
+        assert v["verdict"] in VERDICTS and v["n"] >= 5
+        assert all(math.isfinite(b) for b in v["interval"]), v
+
+
+def test_a_reference_is_found_by_its_lesson_too_and_prints_its_provenance():
+    by_lesson = load_reference(REFERENCES["hws"].lesson)
+    assert by_lesson.to_dict() == load_reference("hws").to_dict()
+    text = by_lesson.markdown()
+    assert REFERENCES["hws"].commands()[0] in text and "5 paired seeds" in text and "fashion-mnist" in text
+
+
+def test_bad_requests_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="no reference 'nope'"):
+        load_reference("nope")
+    with pytest.raises(ValueError, match="not both or neither"):
+        load_reference()
+    with pytest.raises(ValueError, match="schema 0"):
+        Reference.from_dict({**_shipped("hws"), "schema": 0})
+    with pytest.raises(ValueError, match=r"parts\[0\] lacks \['command'\]"):
+        Reference.from_dict({"schema": 1, "name": "x", "lesson": "x", "parts": [{"label": "", "result": {}}]})
+    with pytest.raises(FileNotFoundError, match="dro-lab experiment hws"):
+        bundle_reference("hws", tmp_path)
+    with pytest.raises(ValueError, match="parts"):
+        load_reference("also").result("ratio 7")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_smoke_version_of_each_command_regenerates_a_file_that_loads(name, tmp_path, capsys):
+    status = main(["reference", name, "--regenerate", "--preset", "smoke", "--seeds", "0", "--runs", str(tmp_path)])
+    assert status == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(data)
+    made = load_reference(path=tmp_path / f"{name}.json")
+    assert [r.preset for _, _, r in made.parts] == ["smoke"] * len(REFERENCES[name].parts)
+    assert all("--seeds 0 --preset smoke" in c for _, c, _ in made.parts)
+    assert "reference:" in capsys.readouterr().out
+
+
+def test_list_prints_every_command(capsys):
+    assert main(["reference", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(c in out for plan in REFERENCES.values() for c in plan.commands())
+
+
+def test_the_reference_is_drawn_beside_a_live_run():
+    from dro_lab.viz import reference_beside_live_figure
+
+    reference = load_reference("hws").result()
+    live = dataclasses.replace(reference, seeds=[0], runs=[r for r in reference.runs if r["seed"] == 0], preset="smoke")
+    fig = reference_beside_live_figure(reference, live, "minority_accuracy")
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == [
+        "Reference run: fashion-mnist, 5 seeds, full preset",
+        "Your run: fashion-mnist, 1 seed, smoke preset",
+    ]
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 2 * len(reference.methods)
+    left = {t.name: t for t in lines if t.xaxis == "x"}
+    right = {t.name: t for t in lines if t.xaxis == "x2"}
+    for m in reference.methods:  # the left panel is the mean over the five seeds, the right one seed 0's curve
+        expected = [
+            100 * np.mean([r["curves"]["minority_accuracy"][e] for r in reference.runs if r["method"] == m])
+            for e in range(15)
+        ]
+        np.testing.assert_allclose(left[m].y, expected)
+        seed0 = next(r for r in reference.runs if r["method"] == m and r["seed"] == 0)
+        np.testing.assert_allclose(right[m].y, 100 * np.array(seed0["curves"]["minority_accuracy"]))
+        assert left[m].line.color == right[m].line.color and right[m].showlegend is False
+    assert len({t.line.color for t in left.values()}) == len(reference.methods)
