@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dro_lab.cli import build_parser, main
+from dro_lab.data import DatasetUnavailableError, load_fashion_mnist
 from dro_lab.experiments import (
     EXPERIMENTS,
     REFERENCES,
@@ -118,6 +119,17 @@ def test_bad_requests_are_refused(tmp_path):
         load_reference("also").result("ratio 7")
 
 
+def _have_fashion() -> bool:
+    try:
+        load_fashion_mnist(train=False)
+    except DatasetUnavailableError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not _have_fashion(), reason="Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_a_smoke_version_of_each_command_regenerates_a_file_that_loads(name, tmp_path, capsys):
     status = main(["reference", name, "--regenerate", "--preset", "smoke", "--seeds", "0", "--runs", str(tmp_path)])
