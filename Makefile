@@ -37,8 +37,8 @@ test: env
 	DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: env
-	$(BIN)/ruff check dro_lab tests
-	$(BIN)/ruff format --check dro_lab tests
+	$(BIN)/ruff check dro_lab tests course/solutions
+	$(BIN)/ruff format --check dro_lab tests course/solutions
 	$(BIN)/lint-imports
 
 lab: env

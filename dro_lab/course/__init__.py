@@ -26,7 +26,8 @@ Modules, from the bottom up:
 - ``_files``: atomic text writes, hashes, JSON-ready values, Markdown table cells;
 - ``parameters``: :func:`check_parameter`, :func:`notebook_parameters`, :func:`parse_parameter_value`;
 - ``syllabus`` (with ``_syllabus_fields``, the per-lesson readers): :class:`Lesson`, :class:`Syllabus`,
-  :func:`load_syllabus`, :func:`find_syllabus`, :func:`syllabus_markdown`;
+  :func:`load_syllabus`, :func:`find_syllabus`, :func:`syllabus_markdown`, :func:`lessons_table`;
+- ``environment``: :func:`environment_report`, lesson 00's set-up check;
 - ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`;
 - ``records``: :func:`record`, :func:`read_records`;
 - ``exercises``: :func:`check_exercise` (what a lesson's check cell calls), :func:`read_solutions`,
@@ -43,7 +44,15 @@ Modules, from the bottom up:
 from __future__ import annotations
 
 from .control import RunInterrupted
-from .exercises import ExerciseCheck, check_exercise, fill_solutions, read_solutions, solutions_path
+from .environment import environment_report
+from .exercises import (
+    ExerciseCheck,
+    check_exercise,
+    fill_solutions,
+    read_solutions,
+    solutions_path,
+    write_instructor_copy,
+)
 from .failures import find_failing_cell
 from .lesson_setup import LessonSetup, setup_lesson
 from .parameters import PRESET_ENV, check_parameter, notebook_parameters, parse_parameter_value
@@ -53,7 +62,16 @@ from .results import FAILURE_KINDS, FailingCell, LessonResult, SweepResult
 from .runner import DEFAULT_TIMEOUT, run_course
 from .sweep import parse_sweep, run_sweep
 from .sweep_report import sweep_figure, sweep_table, write_sweep_summary
-from .syllabus import DEFAULT_PRESETS, Lesson, Syllabus, SyllabusError, find_syllabus, load_syllabus, syllabus_markdown
+from .syllabus import (
+    DEFAULT_PRESETS,
+    Lesson,
+    Syllabus,
+    SyllabusError,
+    find_syllabus,
+    lessons_table,
+    load_syllabus,
+    syllabus_markdown,
+)
 
 __all__ = [
     "DEFAULT_PRESETS",
@@ -62,6 +80,7 @@ __all__ = [
     "fill_solutions",
     "read_solutions",
     "solutions_path",
+    "write_instructor_copy",
     "DEFAULT_TIMEOUT",
     "RECORD_ENV",
     "PRESET_ENV",
@@ -75,6 +94,8 @@ __all__ = [
     "SweepResult",
     "SyllabusError",
     "check_parameter",
+    "environment_report",
+    "lessons_table",
     "find_failing_cell",
     "find_syllabus",
     "load_syllabus",

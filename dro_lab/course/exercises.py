@@ -30,19 +30,23 @@ from typing import Any
 __all__ = [
     "CHECK_TAG",
     "EXERCISE_TAG",
+    "SOLUTION_TAG",
     "ExerciseCheck",
     "check_exercise",
     "exercise_id",
     "fill_solutions",
     "read_solutions",
     "solutions_path",
+    "write_instructor_copy",
 ]
 
 EXERCISE_TAG = "exercise"
 CHECK_TAG = "check"
+SOLUTION_TAG = "solution"
 RIGHT, NOT_YET = "right", "not yet"
-_HEADER = re.compile(r"^#\s*Exercise\s+([\w.]+)", re.IGNORECASE)
-_SECTION = re.compile(r"^# %% exercise\s+([\w.]+)\s*$", re.IGNORECASE | re.MULTILINE)
+# "# Exercise 2 — …" opens a code exercise; "**Exercise 2.** …" or "### Exercise 2" a written one.
+_HEADER = re.compile(r"^(?:#+\s*|\*\*)Exercise\s+([\w]+(?:\.\w+)*)", re.IGNORECASE)
+_SECTION = re.compile(r"^# %% exercise\s+([\w.]+)(\s+\[markdown\])?\s*$", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class ExerciseCheck:
 
     def __str__(self) -> str:
         return self.message
+
+    def _ipython_display_(self) -> None:
+        """Nothing: the message is printed already (a check cell's last line would echo the object)."""
 
 
 def check_exercise(
@@ -86,7 +93,8 @@ def check_exercise(
     ok, why = _judge(answer, expected, rtol, atol)
     message = f"Exercise {exercise} — {RIGHT}" + (f": {why}" if why else "")
     if not ok:
-        message = f"Exercise {exercise} — {NOT_YET}: {why}" + (f" Hint: {hint}" if hint else "")
+        attempted = answer is not Ellipsis and answer is not None  # a hint answers an attempt, not an empty stub
+        message = f"Exercise {exercise} — {NOT_YET}: {why}" + (f" Hint: {hint}" if hint and attempted else "")
     if not quiet:
         print(message)
     return ExerciseCheck(exercise, ok, message)
@@ -174,7 +182,9 @@ def solutions_path(notebook: str | os.PathLike, root: str | os.PathLike | None =
 
 
 def read_solutions(path: str | os.PathLike) -> dict[str, str]:
-    """Exercise number → solution code, from a solutions file's ``# %% exercise N`` sections."""
+    """Exercise number → solution, from a solutions file's sections: ``# %% exercise N`` holds the code that
+    replaces a code exercise's stub; ``# %% exercise N [markdown]`` a written answer as comment lines (jupytext's
+    percent format), returned as Markdown (the leading ``# `` removed)."""
     text = Path(path).read_text(encoding="utf-8")
     marks = list(_SECTION.finditer(text))
     if not marks:
@@ -184,27 +194,55 @@ def read_solutions(path: str | os.PathLike) -> dict[str, str]:
         key = mark.group(1)
         if key in out:
             raise ValueError(f"{path}: exercise {key} has two solutions")
-        out[key] = text[mark.end() : following.start() if following else len(text)].strip("\n") + "\n"
+        body = text[mark.end() : following.start() if following else len(text)].strip("\n")
+        if mark.group(2):
+            body = "\n".join(re.sub(r"^# ?", "", line) for line in body.splitlines())
+        out[key] = body + "\n"
     return out
 
 
 def fill_solutions(notebook: Any, solutions: Mapping[str, str]) -> Any:
-    """A copy of ``notebook`` (an nbformat node) whose exercise cells hold their solutions; the cell's
-    ``# Exercise N`` line is kept. Raises ``ValueError`` when a stub has no solution or a solution no stub."""
+    """A copy of ``notebook`` (an nbformat node) with the solutions in: a code exercise's stub is replaced (its
+    ``# Exercise N`` line kept); a written exercise (a Markdown cell tagged ``exercise``) gets its answer in a
+    Markdown cell tagged ``solution`` right after it. Raises ``ValueError`` when an exercise has no solution or a
+    solution no exercise."""
     filled = copy.deepcopy(notebook)
-    seen = set()
+    seen, cells = set(), []
     for cell in filled.cells:
+        cells.append(cell)
         if EXERCISE_TAG not in cell.get("metadata", {}).get("tags", []):
             continue
         key = exercise_id(cell.source)
         if key is None:
-            raise ValueError(f"an exercise cell does not open with '# Exercise N': {cell.source[:60]!r}")
+            raise ValueError(f"an exercise cell does not open with 'Exercise N': {cell.source[:60]!r}")
         if key not in solutions:
             raise ValueError(f"exercise {key} has no solution")
-        header = next(line for line in cell.source.splitlines() if line.strip())
-        cell.source = f"{header}\n{solutions[key]}".rstrip("\n")
+        if cell.cell_type == "markdown":
+            from nbformat.v4 import new_markdown_cell  # nbformat only when a notebook is filled: importing stays cheap
+
+            text = f"**Solution {key}.** {solutions[key]}".rstrip("\n")
+            cells.append(new_markdown_cell(text, metadata={"tags": [SOLUTION_TAG]}))
+        else:
+            header = next(line for line in cell.source.splitlines() if line.strip())
+            cell.source = f"{header}\n{solutions[key]}".rstrip("\n")
         seen.add(key)
+    filled.cells = cells
     unused = sorted(set(solutions) - seen)
     if unused:
         raise ValueError(f"solutions with no exercise cell: {unused}")
     return filled
+
+
+def write_instructor_copy(notebook: str | os.PathLike, out: str | os.PathLike) -> Path | None:
+    """Write ``notebook`` with its solutions filled in (unexecuted) to ``out``; ``None`` when the lesson has no
+    solutions file."""
+    import nbformat  # see fill_solutions
+
+    solutions = solutions_path(notebook)
+    if not solutions.is_file():
+        return None
+    filled = fill_solutions(nbformat.read(str(notebook), as_version=4), read_solutions(solutions))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(filled, str(out))
+    return out

@@ -14,6 +14,7 @@ from typing import Any
 from ._files import sha256
 from .control import RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
 from .execute import _cached_result, _execute_lesson
+from .exercises import write_instructor_copy
 from .parameters import notebook_parameters
 from .report import write_summary
 from .results import LessonResult
@@ -229,6 +230,7 @@ def run_course(
     notebook and HTML are still written. Written under ``out`` only::
 
         <id>.ipynb  <id>.html  <id>.log  <id>.record.json  <id>.run.json   per lesson
+        instructor/<id>.ipynb      the lesson with its exercises' solutions filled in (unexecuted)
         summary.md  summary.json  index.html                               for the run
 
     Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256,
@@ -289,6 +291,8 @@ def run_course(
         )
         for lesson in selected
     ]
+    for lesson in selected:
+        write_instructor_copy(lesson.notebook, out_dir / "instructor" / f"{lesson.id}.ipynb")
     summary = dict(syllabus=syllabus, preset=preset, parameters=overrides)
     try:
         results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)

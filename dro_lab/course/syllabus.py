@@ -283,3 +283,15 @@ def syllabus_markdown(syllabus: Syllabus) -> str:
     for number, lesson in enumerate(syllabus.lessons, start=1):
         lines += _lesson_section(number, lesson, syllabus)
     return "\n".join(lines)
+
+
+def lessons_table(syllabus: Syllabus) -> str:
+    """One Markdown table of the lessons: id, title, goals (one per line) and minutes per preset, every cell
+    escaped (a goal such as ``|ℓ|`` would otherwise split its row)."""
+    presets = list(syllabus.presets)
+    rows = ["| id | lesson | goals | minutes (" + " / ".join(presets) + ") |", "|---|---|---|---|"]
+    for lesson in syllabus.lessons:
+        goals = "<br>".join(f"• {md_cell(goal)}" for goal in lesson.goals)
+        minutes = " / ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "–" for p in presets)
+        rows.append(f"| `{lesson.id}` | {md_cell(lesson.title)} | {goals} | {minutes} |")
+    return f"**{md_cell(syllabus.title)}** — {len(syllabus.lessons)} lessons\n\n" + "\n".join(rows)

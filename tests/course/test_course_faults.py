@@ -498,7 +498,11 @@ def test_invalid_injected_parameters_stop_real_lessons_at_the_check_cell(tmp_pat
         name, detail = expectations[lesson.id]
         source = nbformat.read(str(lesson.notebook), as_version=4)
         tagged = next(i for i, c in enumerate(source.cells) if "parameters" in c.metadata.get("tags", []))
-        check_index = next(i for i in range(tagged + 1, len(source.cells)) if source.cells[i].cell_type == "code")
+        check_index = next(
+            i
+            for i in range(tagged + 1, len(source.cells))
+            if source.cells[i].cell_type == "code" and not _imports_only(source.cells[i].source)
+        )
         assert result.status == "failed" and result.failure == "raised", result
         assert result.failing_cell.index == check_index, result.failing_cell
         assert result.failing_cell.ename == "ValueError"

@@ -42,6 +42,7 @@ def test_messages_say_what_is_wrong():
     assert "shape (3,), expected (4,)" in check_exercise("2", np.ones(3), np.ones(4), quiet=True).message
     hinted = check_exercise("2", 1.0, 2.0, hint="Use eq. 5.", quiet=True).message
     assert hinted.endswith("Hint: Use eq. 5.")
+    assert "Hint" not in check_exercise("2", ..., 2.0, hint="Use eq. 5.", quiet=True).message  # no attempt yet
 
 
 def test_the_students_code_may_raise_inside_a_lambda(capsys):
@@ -88,6 +89,25 @@ def test_solutions_fill_the_stubs_and_keep_the_header(tmp_path):
     assert check_exercise("1", namespace["answer"], 2.0, quiet=True)
 
 
+def test_a_written_exercise_gets_its_answer_in_a_solution_cell_after_it(tmp_path):
+    path = tmp_path / "00_x.py"
+    path.write_text(
+        "# %% exercise 1\nanswer = 2.0\n\n"
+        "# %% exercise 2 [markdown]\n# A shift changes nothing:\n#\n# $e^{c}$ cancels.\n"
+    )
+    solutions = read_solutions(path)
+    assert solutions["2"] == "A shift changes nothing:\n\n$e^{c}$ cancels.\n"
+    nb = _notebook()
+    nb.cells = nb.cells[:3] + [
+        nbformat.v4.new_markdown_cell("**Exercise 2.** Shift the losses.", metadata={"tags": ["exercise"]})
+    ]
+    filled = fill_solutions(nb, solutions)
+    assert [c.cell_type for c in filled.cells] == ["markdown", "code", "code", "markdown", "markdown"]
+    assert filled.cells[4].source == "**Solution 2.** A shift changes nothing:\n\n$e^{c}$ cancels."
+    assert filled.cells[4].metadata["tags"] == ["solution"] and len(nb.cells) == 4
+    nbformat.validate(filled)
+
+
 def test_missing_and_unused_solutions_are_refused():
     with pytest.raises(ValueError, match="exercise 2b has no solution"):
         fill_solutions(_notebook(), {"1": "answer = 2\n"})
@@ -95,7 +115,7 @@ def test_missing_and_unused_solutions_are_refused():
         fill_solutions(_notebook(), {"1": "a\n", "2b": "b\n", "3": "c\n"})
     nb = _notebook()
     nb.cells[1].source = "answer = ..."
-    with pytest.raises(ValueError, match="does not open with '# Exercise N'"):
+    with pytest.raises(ValueError, match="does not open with 'Exercise N'"):
         fill_solutions(nb, {"1": "a\n", "2b": "b\n"})
 
 
@@ -111,5 +131,6 @@ def test_a_solutions_file_is_read_strictly(tmp_path):
 
 def test_ids_and_paths():
     assert exercise_id("\n#  exercise 3.2 — x\n...") == "3.2" and exercise_id("x = 1\n# Exercise 1") is None
+    assert exercise_id("**Exercise 4.** Why?") == "4" and exercise_id("### Exercise 5 (pen and paper)") == "5"
     path = solutions_path("/repo/notebooks/02_hws.ipynb")
     assert path.as_posix() == "/repo/course/solutions/02_hws.py"
