@@ -14,7 +14,24 @@ import plotly.graph_objects as go
 from ..utils import to_numpy
 
 # One colour per method across the course (ERM blue and DRO red, as in Fidon et al.'s figures).
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+# Methods' colours, in order: the first eight are the course's usual ones; the rest keep a figure of a dozen
+# methods (lesson 04's ALSO baselines) free of repeats.
+PALETTE = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#393b79",
+    "#e7ba52",
+    "#637939",
+    "#ad494a",
+]
 
 LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=50, b=50), height=380)
 
@@ -50,14 +67,20 @@ def mean_std(curves) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def method_colors(names: Sequence[str], colors: Mapping[str, str] | None) -> dict[str, str]:
+    """One colour per method: ``colors`` where given, then :data:`PALETTE` in order, then evenly spaced hues,
+    never a colour twice (two methods in one colour read as one)."""
     colors = dict(colors or {})
-    out, k = {}, 0
+    taken = set(colors.values())
+    free = [c for c in PALETTE if c not in taken]
+    out, extra = {}, 0
     for name in names:
         if name in colors:
             out[name] = colors[name]
+        elif free:
+            out[name] = free.pop(0)
         else:
-            out[name] = PALETTE[k % len(PALETTE)]
-            k += 1
+            out[name] = f"hsl({(37 * extra) % 360}, 55%, {40 + 15 * (extra // 10 % 2)}%)"
+            extra += 1
     return out
 
 

@@ -86,6 +86,9 @@ def _error_and_rho(K: np.ndarray, g: np.ndarray, alphas, **moments) -> tuple[lis
 def _add_error_curves(fig: go.Figure, grid, stats: list[dict], *, alpha: float, here: float, uniform: float) -> None:
     """tr Var, bias² and MSE along α (left panel), the chosen α's MSE marked and the uniform MSE dashed."""
     names = {"variance": "tr Var", "bias_sq": "bias²", "mse": "MSE = tr Var + bias²"}
+    # On a log axis a bias² of 1e-36 (float round-off of an unbiased estimate) would stretch the axis over 30
+    # decades: values below 1e-10 of the largest error are round-off and are left out (a gap in the line).
+    floor = 1e-10 * max(max(s["mse"] for s in stats), uniform)
     for key, color, dash in (
         ("variance", PALETTE[0], None),
         ("bias_sq", PALETTE[1], "dot"),
@@ -94,7 +97,7 @@ def _add_error_curves(fig: go.Figure, grid, stats: list[dict], *, alpha: float, 
         fig.add_trace(
             go.Scatter(
                 x=grid,
-                y=[s[key] for s in stats],
+                y=[s[key] if s[key] >= floor else None for s in stats],
                 name=names[key],
                 mode="lines",
                 line=dict(color=color, dash=dash, width=2),

@@ -56,9 +56,12 @@ def test_is_variance_figure_is_smallest_at_pgn_with_unbiased_weights_and_rho_ris
     rho = next(t for t in fig.data if t.name == "ρ(p^(α))")
     assert rho.y[0] == pytest.approx(0.0, abs=1e-9) and rho.y[-1] == pytest.approx(1.0)
     bias = next(t for t in fig.data if t.name == "bias²")
-    assert max(bias.y) < 1e-10
+    mse = next(t for t in fig.data if "MSE" in t.name)
+    # unbiased weights: bias² is round-off, left out of the log axis (gaps), so the axis spans the real errors
+    assert all(b is None or b >= 1e-10 * max(mse.y) for b in bias.y) and bias.y.count(None) > len(bias.y) // 2
     fig0 = viz.is_variance_figure(K, alpha=0.8, weight_exponent=0.0)
-    assert max(next(t for t in fig0.data if t.name == "bias²").y) > 1e-6  # forgotten weights: biased
+    biased = [b for b in next(t for t in fig0.data if t.name == "bias²").y if b is not None]
+    assert max(biased) > 1e-6  # forgotten weights: biased
     assert "ρ" in fig.layout.title.text
 
 
