@@ -20,6 +20,7 @@ _LESSON_KEYS = {
     "prerequisites",
     "paper",
     "minutes",
+    "reading_minutes",
     "presets",
     "checks",
     "defaults",
@@ -115,6 +116,16 @@ def _minutes(raw: dict, where: str, presets: dict[str, str], problems: list[str]
         else:
             minutes[name] = float(value)
     return minutes
+
+
+def _reading_minutes(raw: dict, where: str, problems: list[str]) -> float | None:
+    value = raw.get("reading_minutes")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        problems.append(f"{where}: reading_minutes must be a positive number, got {value!r}")
+        return None
+    return float(value)
 
 
 def _literal_mapping(values: Any, where: str, problems: list[str]) -> dict[str, Any]:
@@ -219,6 +230,7 @@ def parse_lesson(raw: Any, position: int, context: LessonContext, problems: list
         prerequisites=_prerequisites(raw, where, context, problems),
         paper=_str_list(raw.get("paper"), f"{where}: paper", problems),
         minutes=_minutes(raw, where, context.presets, problems),
+        reading_minutes=_reading_minutes(raw, where, problems),
         presets=_per_preset(raw, "presets", where, context.presets, problems),
         checks=checks,
         defaults=defaults,

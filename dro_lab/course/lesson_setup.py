@@ -35,6 +35,7 @@ class LessonSetup:
             ``torch.device``) and ``seeds`` when the lesson has ``n_seeds`` (read-only).
         from_preset: the parameters that were None and took the preset's value, in order.
         preset_from_env: True when ``DRO_LAB_PRESET`` chose the preset.
+        reading_minutes, running_minutes: the syllabus's reading time and this preset's running time.
     """
 
     lesson_id: str
@@ -42,6 +43,8 @@ class LessonSetup:
     values: Mapping[str, Any]
     from_preset: tuple[str, ...] = ()
     preset_from_env: bool = False
+    reading_minutes: float | None = None
+    running_minutes: float | None = None
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -60,7 +63,12 @@ class LessonSetup:
         line = ", ".join(parts)
         if self.from_preset:
             line += "; from the preset: " + ", ".join(f"{n}={self.values[n]!r}" for n in self.from_preset)
-        return line
+        times = []
+        if self.reading_minutes:
+            times.append(f"about {self.reading_minutes:g} min to read")
+        if self.running_minutes:
+            times.append(f"{self.running_minutes:g} min to run on this preset")
+        return line + ("\n" + ", ".join(times).capitalize() + " (the syllabus)." if times else "")
 
 
 def _lesson(lesson_id: str, syllabus: Syllabus | str | os.PathLike[str] | None) -> tuple[Syllabus, Lesson]:
@@ -174,6 +182,14 @@ def setup_lesson(
     if isinstance(values.get("n_seeds"), int) and isinstance(values.get("seed"), int):
         values["seeds"] = [values["seed"] + k for k in range(values["n_seeds"])]
     namespace.update(values)
-    setup = LessonSetup(lesson.id, preset, MappingProxyType(values), tuple(from_preset), from_env)
+    setup = LessonSetup(
+        lesson.id,
+        preset,
+        MappingProxyType(values),
+        tuple(from_preset),
+        from_env,
+        reading_minutes=lesson.reading_minutes,
+        running_minutes=lesson.minutes.get(preset),
+    )
     print(setup.summary())
     return setup

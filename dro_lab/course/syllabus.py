@@ -48,6 +48,7 @@ class Lesson:
         prerequisites: ids of earlier lessons a student should have done first.
         paper: the paper(s) the lesson follows (may be empty).
         minutes: expected running time per preset, in minutes (may be partial).
+        reading_minutes: how long a student takes to read and work through the lesson (None: not given).
         presets: preset name -> papermill parameters for that preset.
         checks: parameter name -> keyword arguments of :func:`~.parameters.check_parameter`, in the
             syllabus's order (``preset`` is always checked against the syllabus's presets).
@@ -65,6 +66,7 @@ class Lesson:
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     checks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    reading_minutes: float | None = None
 
     def parameters(self, preset: str) -> dict[str, Any]:
         """Papermill parameters for ``preset``: the lesson's own mapping, else ``{"preset": preset}``."""
@@ -246,6 +248,8 @@ def _lesson_section(number: int, lesson: Lesson, syllabus: Syllabus) -> list[str
     lines.append(f"- **id:** `{lesson.id}`; **notebook:** [`{lesson.notebook_relpath}`]({target})")
     if lesson.prerequisites:
         lines.append("- **after:** " + ", ".join(f"`{p}`" for p in lesson.prerequisites))
+    if lesson.reading_minutes:
+        lines.append(f"- **reading:** about {lesson.reading_minutes:g} minutes")
     if lesson.minutes:
         lines.append("- **minutes:** " + ", ".join(f"{p} {m:g}" for p, m in lesson.minutes.items()))
     lines += [f"- **paper:** {paper}" for paper in lesson.paper]
@@ -272,26 +276,33 @@ def syllabus_markdown(syllabus: Syllabus) -> str:
         "",
         "## Lessons",
         "",
-        "| # | lesson | title | " + " | ".join(f"minutes ({p})" for p in presets) + " |",
-        "|---:|---|---|" + "---:|" * len(presets),
+        "| # | lesson | title | reading (min) | " + " | ".join(f"minutes ({p})" for p in presets) + " |",
+        "|---:|---|---|---:|" + "---:|" * len(presets),
     ]
     for number, lesson in enumerate(syllabus.lessons, start=1):
         minutes = " | ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "" for p in presets)
-        lines.append(f"| {number} | [`{lesson.id}`](#{lesson.id.lower()}) | {md_cell(lesson.title)} | {minutes} |")
+        reading = f"{lesson.reading_minutes:g}" if lesson.reading_minutes else ""
+        lines.append(
+            f"| {number} | [`{lesson.id}`](#{lesson.id.lower()}) | {md_cell(lesson.title)} | {reading} | {minutes} |"
+        )
     totals = " | ".join(f"{sum(lesson.minutes.get(p, 0) for lesson in syllabus.lessons):g}" for p in presets)
-    lines += [f"| | **total** | | {totals} |", ""]
+    reading_total = sum(lesson.reading_minutes or 0 for lesson in syllabus.lessons)
+    lines += [f"| | **total** | | {reading_total:g} | {totals} |", ""]
     for number, lesson in enumerate(syllabus.lessons, start=1):
         lines += _lesson_section(number, lesson, syllabus)
     return "\n".join(lines)
 
 
 def lessons_table(syllabus: Syllabus) -> str:
-    """One Markdown table of the lessons: id, title, goals (one per line) and minutes per preset, every cell
+    """One Markdown table of the lessons: id, title, goals (one per line), reading time and running minutes per
+    preset, every cell
     escaped (a goal such as ``|ℓ|`` would otherwise split its row)."""
     presets = list(syllabus.presets)
-    rows = ["| id | lesson | goals | minutes (" + " / ".join(presets) + ") |", "|---|---|---|---|"]
+    head = "| id | lesson | goals | reading (min) | running, minutes (" + " / ".join(presets) + ") |"
+    rows = [head, "|---|---|---|---|---|"]
     for lesson in syllabus.lessons:
         goals = "<br>".join(f"• {md_cell(goal)}" for goal in lesson.goals)
         minutes = " / ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "–" for p in presets)
-        rows.append(f"| `{lesson.id}` | {md_cell(lesson.title)} | {goals} | {minutes} |")
+        reading = f"{lesson.reading_minutes:g}" if lesson.reading_minutes else "–"
+        rows.append(f"| `{lesson.id}` | {md_cell(lesson.title)} | {goals} | {reading} | {minutes} |")
     return f"**{md_cell(syllabus.title)}** — {len(syllabus.lessons)} lessons\n\n" + "\n".join(rows)

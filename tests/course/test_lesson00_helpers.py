@@ -21,12 +21,12 @@ def _cells(row: str) -> list[str]:
     return out + [cell]
 
 
-def test_every_lesson_is_one_row_of_four_cells_even_with_pipes_in_its_goals():
+def test_every_lesson_is_one_row_of_five_cells_even_with_pipes_in_its_goals():
     syllabus = load_syllabus(check_notebooks=False)
     assert any("|" in goal for lesson in syllabus.lessons for goal in lesson.goals)  # the case that broke the page
     rows = [line for line in lessons_table(syllabus).splitlines() if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == [lesson.id for lesson in syllabus.lessons]
-    assert all(len(_cells(r)) == 4 for r in rows)
+    assert all(len(_cells(r)) == 5 for r in rows)
 
 
 def test_a_missing_required_package_stops_the_set_up_check(monkeypatch):

@@ -107,8 +107,8 @@ def test_syllabus_markdown(tmp_path, capsys):
     syllabus = load_syllabus(make_course(tmp_path))
     md = syllabus_markdown(syllabus)
     assert md.startswith("# Fixture course\n")
-    assert "| # | lesson | title | minutes (smoke) | minutes (full) |" in md
-    assert "| 1 | [`passing`](#passing) | A passing lesson | 0.1 |  |" in md
+    assert "| # | lesson | title | reading (min) | minutes (smoke) | minutes (full) |" in md
+    assert "| 1 | [`passing`](#passing) | A passing lesson |  | 0.1 |  |" in md
     assert "### 2. A failing lesson" in md and "- **after:** `passing`" in md
     assert "1. print a parameter" in md and "[`src/passing.ipynb`](../src/passing.ipynb)" in md
     assert main(["course", "list", "--syllabus", str(syllabus.path), "--markdown"]) == 0
@@ -126,3 +126,39 @@ def test_course_syllabus_md_is_the_generated_one():
     assert stored.strip() == course.syllabus_markdown(syllabus).strip(), (
         "course/syllabus.md is stale: run `.venv/bin/dro-lab course list --markdown > course/syllabus.md`"
     )
+
+
+def test_every_lesson_of_the_course_gives_its_reading_time_and_the_pages_show_it():
+    from dro_lab.course import lessons_table, syllabus_markdown
+
+    syllabus = load_syllabus(check_notebooks=False)
+    assert all(lesson.reading_minutes and lesson.reading_minutes > 0 for lesson in syllabus.lessons)
+    table = lessons_table(syllabus)
+    for lesson in syllabus.lessons:
+        row = next(line for line in table.splitlines() if f"`{lesson.id}`" in line)
+        assert f"| {lesson.reading_minutes:g} |" in row
+    page = syllabus_markdown(syllabus)
+    total = sum(lesson.reading_minutes for lesson in syllabus.lessons)
+    assert f"| | **total** | | {total:g} |" in page
+
+
+@pytest.mark.parametrize("bad", [0, -5, "ten", True])
+def test_a_bad_reading_time_is_refused(tmp_path, bad):
+    text = FIXTURE_SYLLABUS.replace(
+        "    minutes: {smoke: 0.1}\n", f"    minutes: {{smoke: 0.1}}\n    reading_minutes: {bad!r}\n", 1
+    )
+    assert "reading_minutes" in text
+    with pytest.raises(SyllabusError, match="reading_minutes must be a positive number"):
+        load_syllabus(make_course(tmp_path, text))
+
+
+def test_the_set_up_line_gives_the_reading_and_running_times(capsys):
+    from dro_lab.course import setup_lesson
+
+    namespace = dict(preset="smoke", seed=0, device="cpu", beta=1.0, radius=0.1, cvar_alpha=0.2)
+    setup = setup_lesson("00_welcome", namespace, syllabus=REAL_SYLLABUS)
+    lesson = load_syllabus(REAL_SYLLABUS, check_notebooks=False).lesson("00_welcome")
+    expected = (
+        f"About {lesson.reading_minutes:g} min to read, {lesson.minutes[setup.preset]:g} min to run on this preset"
+    )
+    assert expected in capsys.readouterr().out
