@@ -1412,6 +1412,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("type:run_fn=3", lambda: WG().run_panel(3, {"a": WG().beta_slider()}), T, r"run_fn"),
         c("type:controls=list", lambda: WG().run_panel(lambda **k: None, [1]), T, r"controls"),
     ],
+    "training_panel": [
+        c("type:train=3", lambda: WG().training_panel(3), T, r"train"),
+        c("type:a control without a value", lambda: WG().training_panel(print, {"a": 1}), T, r"controls"),
+        c("type:metrics='loss'", lambda: WG().training_panel(print, metrics="loss"), T, r"metrics"),
+        c("empty:metrics=[]", lambda: WG().training_panel(print, metrics=[]), V, r"metrics"),
+    ],
     "weights_panel": [
         c("beta<0:beta=-1", lambda: WG().weights_panel(NP(), beta=-1.0), V, r"beta|β"),
         c("alpha-range:alpha=1.5", lambda: WG().weights_panel(NP(), alpha=1.5), V, r"alpha|α"),

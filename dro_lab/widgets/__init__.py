@@ -13,7 +13,8 @@ by the rest of dro_lab. Widgets always say which symbol they are: "β (KL invers
 - :mod:`.adversarial`: DONE's weights and the PGD toy (lesson 05);
 - :mod:`.smoothing`: the GI-LS toy panel (lesson 06; ``gamma_for_radius``, re-exported here, is
   :mod:`dro_lab.attacks`'s);
-- :mod:`.comparison`: the capstone's Run panel (lesson 07).
+- :mod:`.comparison`: the capstone's Run panel (lesson 07);
+- :mod:`.training`: :func:`training_panel`, a network's curves drawn epoch by epoch as it trains.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .sliders import (
     weight_exponent_slider,
 )
 from .smoothing import gils_toy_panel
+from .training import training_panel
 from .weights import weights_panel
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "divergence_toggle",
     "panel",
     "run_panel",
+    "training_panel",
     "weights_panel",
     "hws_panel",
     "is_alpha_slider",

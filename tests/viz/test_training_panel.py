@@ -1,0 +1,59 @@
+"""widgets.training_panel: pressing Train runs the reader's training with the panel's callback and grows one line
+per metric, epoch by epoch, with the values fit recorded; an error is shown, not raised; the button comes back."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import pytest
+
+from dro_lab import fit
+from dro_lab.data.embedded import make_minority_blobs
+from dro_lab.models import make_model
+from dro_lab.widgets import training_panel
+
+
+def test_each_epoch_of_fit_adds_one_point_per_metric_with_the_recorded_value():
+    train_set, test_set = make_minority_blobs(200, seed=0, test_size=100)
+    seen_lr, history = [], []
+
+    def train(callback, lr):
+        seen_lr.append(lr)
+        model = make_model("logreg", in_shape=train_set.in_shape, num_classes=2)
+        history.append(fit(model, train_set, test=test_set, epochs=3, lr=lr, callback=callback, progress=False))
+
+    box = training_panel(train, {"lr": W.FloatSlider(value=0.2, min=0.01, max=1.0)})
+    box.button.click()
+    assert seen_lr == [0.2]
+    records = history[0].records
+    loss, acc = box.figure.data
+    assert list(loss.x) == [1, 2, 3] and list(loss.y) == [r["train_loss"] for r in records]
+    assert list(acc.y) == [r["test_accuracy"] for r in records]
+    assert box.status.value.startswith("epoch 3:") and not box.button.disabled
+    box.controls["lr"].value = 0.5
+    box.button.click()  # a second run starts from an empty figure
+    assert seen_lr == [0.2, 0.5] and list(box.figure.data[0].x) == [1, 2, 3]
+
+
+def test_an_error_is_shown_and_the_button_comes_back():
+    def train(callback):
+        callback(1, {"train_loss": 0.5})
+        raise ValueError("lr must be positive")
+
+    box = training_panel(train)
+    box.button.click()
+    assert "stopped" in box.status.value and "lr must be positive" in box.status.value
+    assert not box.button.disabled and list(box.figure.data[0].y) == [0.5] and list(box.figure.data[1].y) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(train=None), TypeError),
+        (dict(train=print, controls={"lr": W.Button()}), TypeError),
+        (dict(train=print, metrics="test_accuracy"), TypeError),
+        (dict(train=print, metrics=[]), ValueError),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs, error):
+    with pytest.raises(error):
+        training_panel(**kwargs)
