@@ -5,7 +5,8 @@
   tuning budget for every arm on a validation split, paired seeds, :func:`judge`), returning an
   :class:`ExperimentResult` that saves to and loads from JSON;
 * :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`: one per paper lesson,
-  Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run; :func:`regenerate_reference`;
+  Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run (:func:`beside_reference`);
+  :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
   :func:`summarise`, :func:`pareto_front`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held;
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+from .beside import beside_reference, is_illustration
 from .comparison import (
     METHODS,
     MethodSpec,
@@ -58,6 +60,8 @@ __all__ = [
     "bundle_reference",
     "load_reference",
     "regenerate_reference",
+    "beside_reference",
+    "is_illustration",
     "parse_seeds",
     "run_experiment",
     "METHODS",

@@ -152,8 +152,9 @@ class ExperimentResult:
             )
         return out
 
-    def markdown(self, metrics: list[str] | None = None) -> str:
-        """The table (mean ± sd over seeds; accuracies in %) and each claim's verdict with its interval, as Markdown."""
+    def markdown(self, metrics: list[str] | None = None, *, verdicts: bool = True) -> str:
+        """The table (mean ± sd over seeds; accuracies in %) and, unless ``verdicts=False``, each claim's verdict
+        with its interval, as Markdown."""
         metrics = metrics or sorted({c["metric"] for c in self.claims}) or self.metric_names()
         rows = self.table(metrics)
         seeds = len(self.seeds)
@@ -164,7 +165,7 @@ class ExperimentResult:
             "|---" * (len(metrics) + 1) + "|",
         ]
         lines += ["| " + " | ".join(_cell(str(r[k])) for k in ("method", *metrics)) + " |" for r in rows]
-        if self.claims:
+        if self.claims and verdicts:
             lines += ["", "| claim (the paper) | verdict |", "|---|---|"]
             lines += [
                 f"| {_cell(v['text'])} <br><small>{_cell(v['paper'])}</small> | {_cell(v['verdict_text'])} |"

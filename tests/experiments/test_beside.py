@@ -1,0 +1,72 @@
+"""beside_reference: the shipped reference first with its verdicts, the live run under it, judged only when it
+can carry a verdict (not the smoke preset, at least three paired seeds)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dro_lab.experiments import beside_reference, is_illustration, judge, load_reference
+
+
+def _live(name="hws", *, preset="smoke", seeds=1, part=None):
+    """A live run made from the reference's own runs (its first ``seeds`` seeds), relabelled with ``preset``."""
+    reference = load_reference(name)
+    result = reference.result(part)
+    kept = result.seeds[:seeds]
+    runs = [r for r in result.runs if r["seed"] in kept]
+    return dataclasses.replace(result, preset=preset, seeds=kept, runs=runs)
+
+
+def test_the_reference_comes_first_with_its_command_and_verdicts():
+    text = beside_reference(_live())
+    reference = load_reference("hws")
+    _, command, result = reference.parts[0]
+    before, after = text.split("### Your run", 1)
+    assert f"`{command}`" in before and reference.provenance() in before
+    for v in result.verdicts():  # the reference's verdicts, recomputed here by judge from its paired seeds
+        claim = next(c for c in result.claims if c["text"] == v["text"])
+        finals = result.final(claim["metric"])
+        d = np.asarray(finals[claim["method"]]) - np.asarray(finals[claim["baseline"]])
+        assert judge(d, threshold=claim["threshold"]).verdict == v["verdict"]
+        assert v["verdict_text"] in before
+
+
+def test_a_smoke_run_is_an_illustration_without_verdicts():
+    text = beside_reference(_live(preset="smoke", seeds=5))
+    live = text.split("### Your run", 1)[1]
+    assert "an illustration" in live and "no verdict is drawn" in live
+    assert "claim (the paper)" not in live and "held" not in live
+
+
+def test_a_full_run_with_three_seeds_is_judged_by_its_own_seeds():
+    text = beside_reference(_live(preset="full", seeds=3))
+    live = text.split("### Your run", 1)[1]
+    assert "illustration" not in live and "claim (the paper)" in live and "3 seeds" in live
+
+
+@pytest.mark.parametrize(("preset", "seeds", "expected"), [("smoke", 5, True), ("full", 2, True), ("full", 3, False)])
+def test_is_illustration(preset, seeds, expected):
+    assert is_illustration(_live(preset=preset, seeds=seeds)) is expected
+
+
+def test_a_reference_of_two_parts_shows_the_one_asked_for():
+    live = _live("also", part="ratio 100", preset="smoke")
+    text = beside_reference(live, part="ratio 100")
+    assert "#### ratio 100" in text and "#### ratio 10\n" not in text
+    assert "#### ratio 10\n" in beside_reference(live)
+    with pytest.raises(ValueError, match="ratio 7"):
+        beside_reference(live, part="ratio 7")
+
+
+def test_bad_inputs_are_refused_clearly():
+    with pytest.raises(TypeError, match="ExperimentResult"):
+        beside_reference({"not": "a result"})
+    with pytest.raises(TypeError, match="Reference"):
+        beside_reference(_live(), reference=3)
+    with pytest.raises(ValueError, match="reference 'done'"):
+        beside_reference(_live(), reference="done")
+    with pytest.raises(TypeError, match="ExperimentResult"):
+        is_illustration("hws")
