@@ -1418,6 +1418,11 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("type:metrics='loss'", lambda: WG().training_panel(print, metrics="loss"), T, r"metrics"),
         c("empty:metrics=[]", lambda: WG().training_panel(print, metrics=[]), V, r"metrics"),
     ],
+    "experiment_training_panel": [
+        c("type:experiment=3", lambda: WG().experiment_training_panel(3, None, {}), T, r"experiment"),
+        c("name:experiment=foo", lambda: WG().experiment_training_panel("foo", None, {}), V, r"experiment"),
+        c("type:splits=list", lambda: WG().experiment_training_panel("hws", [1], {}), T, r"splits"),
+    ],
     "weights_panel": [
         c("beta<0:beta=-1", lambda: WG().weights_panel(NP(), beta=-1.0), V, r"beta|β"),
         c("alpha-range:alpha=1.5", lambda: WG().weights_panel(NP(), alpha=1.5), V, r"alpha|α"),

@@ -39,7 +39,7 @@ from .reference import (
     regenerate_reference,
 )
 from .result import ExperimentResult
-from .runner import available_experiments, parse_seeds, run_experiment
+from .runner import available_experiments, parse_seeds, run_experiment, train_arm
 from .summary import summarize_runs
 from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
 from .verdict import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
@@ -64,6 +64,7 @@ __all__ = [
     "is_illustration",
     "parse_seeds",
     "run_experiment",
+    "train_arm",
     "METHODS",
     "MethodSpec",
     "available_methods",

@@ -30,10 +30,10 @@ from ..engine.loop import fit
 from ..strategies import STRATEGIES
 from ..utils import resolve_device, seed_everything
 from .papers import EXPERIMENTS
-from .protocol import Arm, Experiment, Splits
+from .protocol import FIT_KNOBS, Arm, Experiment, Splits
 from .result import ExperimentResult
 
-__all__ = ["run_experiment", "parse_seeds", "available_experiments"]
+__all__ = ["run_experiment", "train_arm", "parse_seeds", "available_experiments"]
 
 #: The data sets every experiment accepts.
 DATASETS = ("digits", "fashion-mnist")
@@ -184,6 +184,29 @@ def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, conf
     if done is not None and done.exists():
         bar.update(1)
         return json.loads(done.read_text())
+    checkpoint = folder / "checkpoints" / f"{key}.pt" if folder else None
+    start = time.perf_counter()
+    model, history = _train(experiment, arm, setting, splits, seed, config, device, test=phase == "run",
+                            checkpoint=checkpoint)  # fmt: skip
+    curves = _curves(experiment, history.records, config) if phase == "run" else {}
+    record = {
+        "seed": seed,
+        "method": arm.name,
+        "setting": dict(setting),
+        "final": _final(experiment, model, splits, config, curves),
+        "curves": curves,
+        "seconds": time.perf_counter() - start,
+    }
+    if done is not None:
+        done.write_text(json.dumps(record))
+        checkpoint.unlink(missing_ok=True)
+    bar.update(1)
+    return record
+
+
+def _train(experiment, arm: Arm, setting, splits: Splits, seed, config, device, *, test, checkpoint=None,
+           callback=None):  # fmt: skip
+    """Seed, build the model and train one arm at one setting: what every run of the protocol does."""
     strategy_options, fit_options = arm.split(setting)
     fit_options = {
         "epochs": config["epochs"],
@@ -196,36 +219,85 @@ def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, conf
     seed_everything(seed)
     model = experiment.model(splits.train, config)
     strategy = STRATEGIES[arm.strategy](**strategy_options) if arm.strategy else None
-    checkpoint = folder / "checkpoints" / f"{key}.pt" if folder else None
-    start = time.perf_counter()
     history = fit(
         model,
         splits.train,
         strategy=strategy,
-        test=splits.test if phase == "run" else None,
+        test=splits.test if test else None,
         seed=seed,
         device=device,
         progress=False,
         checkpoint=checkpoint,
+        callback=callback,
         **fit_options,
     )
-    curves = _curves(experiment, history.records, config) if phase == "run" else {}
+    return model, history
+
+
+def train_arm(
+    experiment: Experiment | str,
+    method: str,
+    splits: Splits,
+    config: Mapping,
+    *,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    callback=None,
+    **setting,
+):
+    """One training run of one method of an experiment, as :func:`run_experiment` trains it: for a live panel
+    (:func:`dro_lab.widgets.experiment_training_panel`) or a lesson's single run.
+
+    Args:
+        experiment: an :class:`Experiment` or its name (``"hws"``).
+        method: the arm's name (``"HWS β=10"``).
+        splits: the experiment's data (``experiment.data(dataset, seed, config)``); trained on ``train``, curves
+            on ``test``.
+        config: the run's configuration (``experiment.config(dataset, preset, overrides)``).
+        seed: seeds the initialisation and the batch order.
+        device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` …
+        callback: ``callback(epoch, record)`` after each epoch; ``record`` holds :func:`dro_lab.fit`'s record and
+            the experiment's curves (``minority_accuracy`` …).
+        **setting: the arm's knobs (``lr``, ``beta`` …); those left out take the arm's grid's first value.
+
+    Returns:
+        ``(model, curves, final)``: the trained model, the per-epoch curves and the final metrics on ``test``.
+    """
+    if isinstance(experiment, str):
+        check_choice(experiment, "experiment", tuple(EXPERIMENTS))
+        experiment = EXPERIMENTS[experiment]
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"experiment must be an Experiment or its name, got {type(experiment).__name__}")
+    arm = experiment.arm(method)
+    if not isinstance(splits, Splits):
+        raise TypeError(f"splits must be the experiment's Splits, got {type(splits).__name__}")
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (experiment.config(...)), got {type(config).__name__}")
+    check_int(seed, "seed", low=0)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    unknown = set(setting) - set(arm.grid) - FIT_KNOBS - set(arm.options)
+    if unknown:
+        raise ValueError(f"{method!r} has no knob {sorted(unknown)}; its knobs: {sorted(set(arm.grid) | FIT_KNOBS)}")
+    chosen = {**{k: v[0] for k, v in arm.grid.items()}, **setting}
+    with_curves = None
+    if callback is not None:
+
+        def with_curves(epoch, record):  # the experiment's curves (minority accuracy …) beside fit's record
+            callback(epoch, {**record, **experiment.curves(record, config)})
+
+    model, history = _train(experiment, arm, chosen, splits, seed, config, resolve_device(device), test=True,
+                            callback=with_curves)  # fmt: skip
+    curves = _curves(experiment, history.records, config)
+    return model, curves, _final(experiment, model, splits, config, curves)
+
+
+def _final(experiment, model, splits: Splits, config, curves) -> dict[str, float]:
+    """The final metrics on the test split, and those read off the curves (areas, dips)."""
     final = dict(experiment.metrics(model, splits.test, config))
     if curves and experiment.summaries is not None:
         final.update(experiment.summaries(curves, config))
-    record = {
-        "seed": seed,
-        "method": arm.name,
-        "setting": dict(setting),
-        "final": {k: float(v) for k, v in final.items()},
-        "curves": curves,
-        "seconds": time.perf_counter() - start,
-    }
-    if done is not None:
-        done.write_text(json.dumps(record))
-        checkpoint.unlink(missing_ok=True)
-    bar.update(1)
-    return record
+    return {k: float(v) for k, v in final.items()}
 
 
 def _curves(experiment, records: list[dict], config) -> dict[str, list[float]]:

@@ -14,7 +14,8 @@ by the rest of dro_lab. Widgets always say which symbol they are: "β (KL invers
 - :mod:`.smoothing`: the GI-LS toy panel (lesson 06; ``gamma_for_radius``, re-exported here, is
   :mod:`dro_lab.attacks`'s);
 - :mod:`.comparison`: the capstone's Run panel (lesson 07);
-- :mod:`.training`: :func:`training_panel`, a network's curves drawn epoch by epoch as it trains.
+- :mod:`.training`: :func:`training_panel`, a network's curves drawn epoch by epoch as it trains;
+  :func:`experiment_training_panel`, the same over one paper's experiment (a method menu and its knobs).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .sliders import (
     weight_exponent_slider,
 )
 from .smoothing import gils_toy_panel
-from .training import training_panel
+from .training import experiment_training_panel, training_panel
 from .weights import weights_panel
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "panel",
     "run_panel",
     "training_panel",
+    "experiment_training_panel",
     "weights_panel",
     "hws_panel",
     "is_alpha_slider",

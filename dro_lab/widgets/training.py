@@ -8,7 +8,10 @@ A lesson passes a function that trains with the panel's callback::
 
     widgets.training_panel(train, {"lr": W.FloatLogSlider(value=0.05, base=10, min=-3, max=0)})
 
-Headless (papermill, the course pages) the panel is inert; the lesson draws the finished run's curves beside it.
+:func:`experiment_training_panel` is the same panel over a paper's experiment: a method menu and the knobs the
+lesson chooses, each run trained as :func:`dro_lab.experiments.run_experiment` trains it (:func:`~dro_lab.
+experiments.train_arm`). Headless (papermill, the course pages) the panel is inert; the lesson draws the finished
+run's curves beside it.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from .._validation import check_callable
+from ..experiments import EXPERIMENTS, Experiment, Splits, train_arm
+from ..experiments.protocol import FIT_KNOBS
 from ..viz._style import LAYOUT, method_colors
 
-__all__ = ["training_panel"]
+__all__ = ["training_panel", "experiment_training_panel"]
 
 
 def _figure(metrics: Sequence[str], title: str) -> go.FigureWidget:
@@ -86,3 +91,43 @@ def training_panel(
     box = W.VBox([W.HBox([*controls.values(), run]), figure, status])
     box.figure, box.button, box.status, box.controls = figure, run, status, controls
     return box
+
+
+def experiment_training_panel(
+    experiment: Experiment | str,
+    splits: Splits,
+    config: Mapping,
+    *,
+    methods: Sequence[str] | None = None,
+    controls: Mapping[str, W.Widget] | None = None,
+    metrics: Sequence[str] = ("train_loss", "test_accuracy"),
+    seed: int = 0,
+    device: str = "auto",
+    title: str | None = None,
+) -> W.Box:
+    """:func:`training_panel` over one paper's experiment: a **method** menu (``methods``, default every arm), the
+    ``controls`` (knobs of the arms, e.g. ``{"beta": FloatLogSlider(...)}`` — a knob the chosen method lacks is
+    left out of its run) and a **Train** button; each click trains the chosen method on ``splits`` with
+    ``config``, as the experiment's runner does, and draws ``metrics`` (fit's record and the experiment's curves,
+    e.g. ``minority_accuracy``) epoch by epoch."""
+    if isinstance(experiment, str):
+        if experiment not in EXPERIMENTS:
+            raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {experiment!r}")
+        experiment = EXPERIMENTS[experiment]
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"experiment must be an Experiment or its name, got {type(experiment).__name__}")
+    if not isinstance(splits, Splits):
+        raise TypeError(f"splits must be the experiment's Splits, got {type(splits).__name__}")
+    names = [a.name for a in experiment.arms] if methods is None else list(methods)
+    for name in names:
+        experiment.arm(name)  # raises on a method the experiment lacks
+    menu = W.Dropdown(options=names, value=names[0], description="method")
+    knobs = dict(controls or {})
+
+    def train(callback, method, **values):
+        arm = experiment.arm(method)
+        own = {k: v for k, v in values.items() if k in arm.grid or k in arm.options or k in FIT_KNOBS}
+        train_arm(experiment, method, splits, config, seed=seed, device=device, callback=callback, **own)
+
+    return training_panel(train, {"method": menu, **knobs}, metrics=metrics,
+                          title=title or f"{experiment.title}: one run, epoch by epoch")  # fmt: skip

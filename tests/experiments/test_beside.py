@@ -70,3 +70,26 @@ def test_bad_inputs_are_refused_clearly():
         beside_reference(_live(), reference="done")
     with pytest.raises(TypeError, match="ExperimentResult"):
         is_illustration("hws")
+
+
+def test_train_arm_is_one_run_of_the_runner():
+    """The same method, seed and setting through run_experiment (untuned, one trial) and train_arm: equal finals."""
+    from dro_lab.experiments import EXPERIMENTS, run_experiment, train_arm
+
+    experiment = EXPERIMENTS["importance"]
+    config = experiment.config("digits", "smoke")
+    splits = experiment.data("digits", 0, config)
+    seen = []
+    _, curves, final = train_arm("importance", "SGD p^GN", splits, config, seed=0, device="cpu",
+                                 callback=lambda epoch, record: seen.append(epoch))  # fmt: skip
+    result = run_experiment("importance", dataset="digits", seeds=[0], preset="smoke", methods=["SGD p^GN"],
+                            progress=False, device="cpu")  # fmt: skip
+    assert seen == list(range(1, config["epochs"] + 1))
+    for metric, value in final.items():
+        if "seconds" in metric:  # a timing: never equal twice
+            continue
+        assert value == pytest.approx(float(result.final(metric)["SGD p^GN"][0]), rel=1e-9, abs=1e-12), metric
+    with pytest.raises(ValueError, match="no knob"):
+        train_arm("importance", "SGD u", splits, config, beta=3.0)
+    with pytest.raises(TypeError, match="Splits"):
+        train_arm("importance", "SGD u", {"train": 1}, config)

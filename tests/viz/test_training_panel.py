@@ -57,3 +57,36 @@ def test_an_error_is_shown_and_the_button_comes_back():
 def test_bad_arguments_are_refused(kwargs, error):
     with pytest.raises(error):
         training_panel(**kwargs)
+
+
+def test_the_experiment_panel_trains_the_chosen_method_as_the_experiment_runner_does():
+    """Oracle: run_experiment's own record of the same method, seed and setting (untuned, one trial)."""
+    from dro_lab.experiments import EXPERIMENTS, run_experiment
+    from dro_lab.widgets import experiment_training_panel
+
+    experiment = EXPERIMENTS["hws"]
+    config = experiment.config("digits", "smoke", {"epochs": 2})
+    splits = experiment.data("digits", 0, config)
+    box = experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10"],
+                                    controls={"beta": W.FloatSlider(value=10.0, min=0.1, max=100.0)},
+                                    metrics=("train_loss", "minority_accuracy"), device="cpu")  # fmt: skip
+    box.controls["method"].value = "HWS β=10"
+    box.button.click()
+    assert "stopped" not in box.status.value, box.status.value
+    result = run_experiment("hws", dataset="digits", seeds=[0], preset="smoke", methods=["HWS β=10"], epochs=2,
+                            progress=False, device="cpu")  # fmt: skip
+    expected = result.curve("minority_accuracy", "HWS β=10")[0]
+    assert list(box.figure.data[1].x) == [1, 2]
+    assert list(box.figure.data[1].y) == pytest.approx(list(expected), abs=1e-12)
+
+
+def test_the_experiment_panel_refuses_a_method_the_experiment_lacks():
+    from dro_lab.experiments import EXPERIMENTS
+    from dro_lab.widgets import experiment_training_panel
+
+    experiment = EXPERIMENTS["hws"]
+    config = experiment.config("digits", "smoke")
+    with pytest.raises(ValueError, match="no arm 'ALSO'"):
+        experiment_training_panel(experiment, experiment.data("digits", 0, config), config, methods=["ALSO"])
+    with pytest.raises(TypeError, match="Splits"):
+        experiment_training_panel("hws", [1, 2], config)
