@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	# torchattacks (the peer-library check and AutoAttack-style evaluation) pins requests~=2.25 that it never
 	# imports and that JupyterLab's stack cannot share: installed without its declared dependencies
 	$(BIN)/python -m pip install --no-deps --constraint requirements/constraints.txt torchattacks
+	# byte-compile what was installed: where PYTHONDONTWRITEBYTECODE is set, pip writes no .pyc and every kernel
+	# and test process would recompile torch (measured: `import torch, torch._dynamo` 12 s -> 5 s on 2 cores)
+	$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") > /dev/null || true
 	touch $(STAMP)
 
 env: $(STAMP)

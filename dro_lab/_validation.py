@@ -211,3 +211,21 @@ def check_module(value: Any, name: str = "model") -> Any:
     if not isinstance(value, torch.nn.Module):
         raise TypeError(f"{name} must be a torch.nn.Module, got {type(value).__name__}")
     return value
+
+
+def check_xy(data) -> tuple:
+    """``(x, y)`` of a dataset with ``x`` and ``y`` tensors (``ArrayDataset`` …) or of a pair ``(x, y)``: n > 0
+    inputs and as many labels, else a TypeError / ValueError that says which."""
+    import torch  # here, as in as_label_tensor: the checks above need no torch
+
+    if isinstance(data, tuple) and len(data) == 2:
+        x, y = data
+    elif hasattr(data, "x") and hasattr(data, "y"):
+        x, y = data.x, data.y
+    else:
+        raise TypeError(f"data must be a dataset with .x and .y, or a pair (x, y), got {type(data).__name__}")
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError("data's x and y must be tensors")
+    if x.shape[0] == 0 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"data must hold n > 0 inputs and n labels, got {x.shape[0]} and {y.shape[0]}")
+    return x, y

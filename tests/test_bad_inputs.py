@@ -1128,6 +1128,18 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("radius<0:radii=[-1]", lambda: VZ().duality_figure([-1.0], [1.0]), V, r"radii"),
         c("name:divergence=tv", lambda: VZ().duality_figure([0.1], [1.0], divergence="tv"), V, r"divergence"),
     ],
+    "duality_curves_figure": [
+        c("nan-inf:nan loss", lambda: VZ().duality_curves_figure(np.array([0.1, np.nan])), V, r"losses"),
+        c("radius<0:radius=-1", lambda: VZ().duality_curves_figure(NP(), radius=-1.0), V, r"radius"),
+        c("type:n_points=2.5", lambda: VZ().duality_curves_figure(NP(), n_points=2.5), T, r"n_points"),
+    ],
+    "toy_boundaries_figure": [
+        c("type:toy=dict", lambda: VZ().toy_boundaries_figure({"ERM": TOY()[0]}), T, r"toy"),
+    ],
+    "toy_sweep_figure": [
+        c("type:toy=list", lambda: VZ().toy_sweep_figure([], "beta"), T, r"toy"),
+        c("name:knob=gamma", lambda: VZ().toy_sweep_figure(None, "gamma"), V, r"knob"),
+    ],
     "decision_boundary_figure": [
         c("shape:3-D inputs", lambda: VZ().decision_boundary_figure({"m": TOY()[0]}, X(6, 3), Y(6)), V, r"\bx\b"),
         c(
@@ -1221,6 +1233,19 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("shape:errors length", lambda: VZ().mc_error_figure([1, 2], {"a": [1.0]}), V, r"errors"),
         c("range:ms=[0, 1]", lambda: VZ().mc_error_figure([0, 1], {"a": [1.0, 0.5]}), V, r"\bms\b"),
     ],
+    "minority_mass_figure": [
+        c("type:losses is a string", lambda: VZ().minority_mass_figure("abc", [0, 1, 0], minority=1), T, r"losses"),
+        c("type:minority='1'", lambda: VZ().minority_mass_figure(NP(3), [0, 1, 0], minority="1"), T, r"minority"),
+        c("shape:losses vs labels", lambda: VZ().minority_mass_figure(NP(4), [0, 1], minority=1), V, r"labels"),
+        c("nan-inf:nan loss", lambda: VZ().minority_mass_figure([0.1, np.nan], [0, 1], minority=1), V, r"losses"),
+        c(
+            "range:betas=[0, 1]",
+            lambda: VZ().minority_mass_figure(NP(3), [0, 1, 0], minority=1, betas=[0, 1]),
+            V,
+            r"betas",
+        ),
+        c("groups:minority=5 absent", lambda: VZ().minority_mass_figure(NP(3), [0, 1, 0], minority=5), V, r"minority"),
+    ],
     "is_mixture": [
         c("range:negative grad norm", lambda: VZ().is_mixture([-1.0, 1.0], 0.5), V, r"grad_norms"),
         c("alpha-range:alpha=1.5", lambda: VZ().is_mixture([1.0, 2.0], 1.5), V, r"alpha"),
@@ -1237,6 +1262,38 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "is_cost_figure": [
         c("empty:seconds={}", lambda: VZ().is_cost_figure({}), V, r"seconds"),
+    ],
+    "is_cost_ratio_figure": [
+        c("type:reference=str", lambda: VZ().is_cost_ratio_figure("importance"), T, r"reference"),
+        c("type:live=dict", lambda: VZ().is_cost_ratio_figure(EXP_RESULT(), {}), T, r"live"),
+        c("name:no 'SGD u' arm", lambda: VZ().is_cost_ratio_figure(EXP_RESULT()), V, r"SGD u"),
+    ],
+    "log_curves_figure": [
+        c("type:runs=list", lambda: VZ().log_curves_figure([EXP_RESULT()], "a"), T, r"runs"),
+        c("type:a run that is no result", lambda: VZ().log_curves_figure({"a": 3}, "a"), T, r"runs"),
+        c("empty:runs={}", lambda: VZ().log_curves_figure({}, "a"), V, r"runs"),
+        c(
+            "name:methods=['zz']",
+            lambda: VZ().log_curves_figure({"r": EXP_RESULT()}, "a", methods=["zz"]),
+            V,
+            r"methods",
+        ),
+    ],
+    "loss_against_time_figure": [
+        c("type:result=str", lambda: VZ().loss_against_time_figure("importance"), T, r"result"),
+        c("name:methods=['zz']", lambda: VZ().loss_against_time_figure(EXP_RESULT(), methods=["zz"]), V, r"methods"),
+        c("empty:methods=[]", lambda: VZ().loss_against_time_figure(EXP_RESULT(), methods=[]), V, r"methods"),
+    ],
+    "forgotten_weights_figure": [
+        c("type:paths=str", lambda: VZ().forgotten_weights_figure("u", [0.0, 0.0]), T, r"paths"),
+        c("empty:paths={}", lambda: VZ().forgotten_weights_figure({}, [0.0, 0.0]), V, r"paths"),
+        c("shape:a 1-D path", lambda: VZ().forgotten_weights_figure({"u": np.zeros(3)}, [0.0, 0.0]), V, r"paths"),
+        c(
+            "shape:theta_star of 1",
+            lambda: VZ().forgotten_weights_figure({"u": np.zeros((3, 2))}, [0.0]),
+            V,
+            r"theta_star",
+        ),
     ],
     "bilinear_traces": [
         c("empty:paths={}", lambda: VZ().bilinear_traces({}), V, r"paths"),
@@ -1262,6 +1319,11 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     "pi_star_bar_figure": [
         c("beta<0:beta=-1", lambda: VZ().pi_star_bar_figure([1.0, 2.0], beta=-1.0), V, r"beta"),
         c("shape:labels length", lambda: VZ().pi_star_bar_figure([1.0, 2.0], beta=1.0, labels=["a"]), V, r"labels"),
+    ],
+    "saddle_distance_figure": [
+        c("empty:distances={}", lambda: VZ().saddle_distance_figure({}), V, r"distances"),
+        c("range:a zero distance", lambda: VZ().saddle_distance_figure({"a": [1.0, 0.0]}), V, r"distances"),
+        c("nan-inf:nan distance", lambda: VZ().saddle_distance_figure({"a": [1.0, np.nan]}), V, r"distances"),
     ],
     "pi_trajectory_figure": [
         c("shape:1-D pi_history", lambda: VZ().pi_trajectory_figure(np.ones(3)), V, r"pi_history"),
@@ -1307,6 +1369,21 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     ],
     "attack_gap_figure": [
         c("name:methods differ", lambda: VZ().attack_gap_figure({"a": [0.5]}, {"b": [0.4]}), V, r"pgd and autoattack"),
+    ],
+    "experiment_per_class_figure": [
+        c("type:result is a dict", lambda: VZ().experiment_per_class_figure({}), T, r"result"),
+        c("name:no per-class metric", lambda: VZ().experiment_per_class_figure(EXP_RESULT()), V, r"per-class"),
+        c("name:method", lambda: VZ().experiment_per_class_figure(EXP_RESULT(), methods=["x"]), V, r"unknown"),
+    ],
+    "final_metric_beside_figure": [
+        c("type:live is a dict", lambda: VZ().final_metric_beside_figure(EXP_RESULT(), {}, "a"), T, r"live"),
+        c("type:metric=3", lambda: VZ().final_metric_beside_figure(EXP_RESULT(), EXP_RESULT(), 3), T, r"metric"),
+        c(
+            "name:method",
+            lambda: VZ().final_metric_beside_figure(EXP_RESULT(), EXP_RESULT(), "a", methods=["x"]),
+            V,
+            r"unknown",
+        ),
     ],
     "r_schedule_figure": [
         c("shape:r_values length", lambda: VZ().r_schedule_figure([1, 2, 3], [1.0, 2.0]), V, r"r_values"),
@@ -1368,6 +1445,8 @@ VIZ_BAD_INPUTS: dict[str, list] = {
             V,
             r"front",
         ),
+        c("type:summary=str", lambda: VZ().comparison_figure("ERM"), T, r"summary"),
+        c("range:width=10", lambda: VZ().comparison_figure(D.summarise(ROWS()), width=10), V, r"width"),
     ],
     "experiment_curves_figure": [
         c("type:result is a dict", lambda: VZ().experiment_curves_figure({}, "accuracy"), T, r"ExperimentResult"),
@@ -1428,6 +1507,13 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("alpha-range:alpha=1.5", lambda: WG().weights_panel(NP(), alpha=1.5), V, r"alpha|α"),
         c("nan-inf:nan loss", lambda: WG().weights_panel(np.array([0.1, np.nan])), V, r"losses"),
     ],
+    "toy_panel": [
+        c("beta<0:beta=-1", lambda: WG().toy_panel(beta=-1.0), V, r"beta"),
+        c("radius<0:radius=-1", lambda: WG().toy_panel(radius=-1.0), V, r"radius"),
+        c("alpha-range:alpha=0", lambda: WG().toy_panel(alpha=0.0), V, r"alpha"),
+        c("type:seed=1.5", lambda: WG().toy_panel(seed=1.5), T, r"seed"),
+        c("type:unknown argument", lambda: WG().toy_panel(kl_betas=[1.0]), T, r"kl_betas"),
+    ],
     "hws_panel": [
         c("beta<0:beta=-1", lambda: WG().hws_panel(NP(4), [0, 1, 0, 1], beta=-1.0), V, r"beta|β"),
         c("name:divergence=tv", lambda: WG().hws_panel(NP(4), [0, 1, 0, 1], divergence="tv"), V, r"divergence"),
@@ -1460,6 +1546,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     "pi_run_panel": [
         c("type:simulate=3", lambda: WG().pi_run_panel(3), T, r"simulate"),
         c("beta<0:beta=-1", lambda: WG().pi_run_panel(lambda **k: {}, beta=-1.0), V, r"beta|β"),
+    ],
+    "also_training_panel": [
+        c("type:splits=list", lambda: WG().also_training_panel([1], {}), T, r"splits"),
+        c("range:pi_lr=1", lambda: WG().also_training_panel([1], {}, pi_lr=1.0), V, r"pi_lr"),
+        c("range:tau=0", lambda: WG().also_training_panel([1], {}, tau=0.0), V, r"\btau\b"),
+        c("alpha-range:alpha=-1", lambda: WG().also_training_panel([1], {}, alpha=-1.0), V, r"value|α"),
     ],
     "done_r_slider": [
         c("range:value=-1", lambda: WG().done_r_slider(-1.0), V, r"value|\br\b"),
@@ -1516,6 +1608,9 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         ),
         c("beta<0:beta=-1", lambda: WG().comparison_panel(lambda **k: None, ["ERM"], beta=-1.0), V, r"beta|β"),
         c("type:run_fn=3", lambda: WG().comparison_panel(3, ["ERM"]), T, r"run_fn"),
+        c("type:options=list", lambda: WG().comparison_panel(options=[1]), T, r"options"),
+        c("name:options={'seeds': …}", lambda: WG().comparison_panel(options={"seeds": [1]}), V, r"options"),
+        c("range:epochs=0", lambda: WG().comparison_panel(options={}, epochs=0), V, r"epochs"),
     ],
 }
 

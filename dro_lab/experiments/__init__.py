@@ -8,15 +8,19 @@
   Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run (:func:`beside_reference`);
   :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
-  :func:`summarise`, :func:`pareto_front`;
+  :func:`summarise`, :func:`pareto_front`; :mod:`~dro_lab.experiments.comparison_report` — its read-out,
+  :class:`ComparisonReport` (table and what held, an illustration without verdicts on the smoke preset);
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held;
 * :mod:`~dro_lab.experiments.tuning` — :func:`tune`, Bayesian optimisation with optuna.
+* :mod:`~dro_lab.experiments.toys` — :func:`run_minority_toy`, lesson 01's 2-D minority toy (an illustration,
+  not a paper's experiment).
 """
 
 from __future__ import annotations
 
 from .beside import beside_reference, is_illustration
 from .comparison import (
+    FAMILIES,
     METHODS,
     MethodSpec,
     available_methods,
@@ -26,6 +30,7 @@ from .comparison import (
     run_comparison,
     summarise,
 )
+from .comparison_report import ComparisonReport, comparison_methods, is_illustration_run, methods_markdown
 from .papers import EXPERIMENTS
 from .protocol import Arm, Claim, Experiment, Splits
 from .reference import (
@@ -41,6 +46,7 @@ from .reference import (
 from .result import ExperimentResult
 from .runner import available_experiments, parse_seeds, run_experiment, train_arm
 from .summary import summarize_runs
+from .toys import TOY_METHODS, MinorityToy, run_minority_toy, toy_strategy
 from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
 from .verdict import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
 
@@ -65,8 +71,13 @@ __all__ = [
     "parse_seeds",
     "run_experiment",
     "train_arm",
+    "FAMILIES",
     "METHODS",
     "MethodSpec",
+    "ComparisonReport",
+    "comparison_methods",
+    "is_illustration_run",
+    "methods_markdown",
     "available_methods",
     "make_benchmark",
     "paired_differences",
@@ -74,6 +85,10 @@ __all__ = [
     "run_comparison",
     "summarise",
     "summarize_runs",
+    "TOY_METHODS",
+    "MinorityToy",
+    "run_minority_toy",
+    "toy_strategy",
     "GILS_SEARCH_SPACE",
     "best_at_bounds",
     "tune",

@@ -44,6 +44,7 @@ from ..strategies import STRATEGIES
 from ..utils import resolve_device, seed_everything
 
 __all__ = [
+    "FAMILIES",
     "MethodSpec",
     "METHODS",
     "available_methods",
@@ -53,6 +54,16 @@ __all__ = [
     "pareto_front",
     "paired_differences",
 ]
+
+
+#: What a method knows of the groups: the families :attr:`MethodSpec.family` names.
+FAMILIES: Mapping[str, str] = MappingProxyType(
+    {
+        "baseline": "the baselines the papers compare with (ERM, adversarial training, label smoothing)",
+        "groups": "told the classes or groups of the training examples",
+        "hard examples": "not told the groups: finds the hard examples through the loss or the inputs",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,9 @@ class MethodSpec:
         options: ``options(knobs) -> dict`` of keyword arguments; ``knobs`` holds every argument of
             :func:`run_comparison`.
         smoke: cheap enough for the smoke preset (all of them are, at the default budget).
+        family: ``"groups"`` (told the classes or groups of the training examples), ``"hard examples"`` (a DRO
+            method that finds them through the loss or the inputs) or ``"baseline"`` (ERM, AT, LS; see
+            :data:`FAMILIES`).
     """
 
     name: str
@@ -78,6 +92,20 @@ class MethodSpec:
     strategy: str
     options: Callable[[Mapping], dict] = lambda knobs: {}
     smoke: bool = True
+    family: str = "baseline"
+
+    def __post_init__(self):
+        for field in ("name", "lesson", "symbol", "description", "strategy"):
+            if not isinstance(getattr(self, field), str):
+                raise TypeError(f"MethodSpec.{field} must be a str, got {type(getattr(self, field)).__name__}")
+        if not self.name:
+            raise ValueError("MethodSpec.name must not be empty")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"MethodSpec.strategy: unknown strategy {self.strategy!r}; available: {list(STRATEGIES)}")
+        if not callable(self.options):
+            raise TypeError(f"MethodSpec.options must be a callable knobs -> dict, got {type(self.options).__name__}")
+        if self.family not in FAMILIES:
+            raise ValueError(f"MethodSpec.family must be one of {list(FAMILIES)}, got {self.family!r}")
 
     def build(self, knobs: Mapping):
         """A fresh strategy for one run."""
@@ -97,6 +125,7 @@ _SPECS = [
         "—",
         "uniform batches, each loss weighted by its inverse class frequency (ALSO's frozen-π baseline)",
         "StaticWeightsStrategy",
+        family="groups",
     ),
     MethodSpec(
         "Upsampling",
@@ -104,6 +133,7 @@ _SPECS = [
         "—",
         "examples drawn with probability ∝ 1/N_class, mean loss",
         "UpsamplingStrategy",
+        family="groups",
     ),
     MethodSpec(
         "KL-DRO",
@@ -112,6 +142,7 @@ _SPECS = [
         "each batch's losses reduced by (1/β)·log mean exp(β·ℓ): weights ∝ e^{βℓ}",
         "RobustLossStrategy",
         lambda k: dict(divergence="kl", beta=k["beta"]),
+        family="hard examples",
     ),
     MethodSpec(
         "CVaR",
@@ -120,6 +151,7 @@ _SPECS = [
         "the mean of the worst α-fraction of each batch's losses",
         "RobustLossStrategy",
         lambda k: dict(divergence="cvar", alpha=k["cvar_alpha"]),
+        family="hard examples",
     ),
     MethodSpec(
         "HWS",
@@ -128,6 +160,7 @@ _SPECS = [
         "hardness-weighted sampling: indices drawn from q ∝ e^{β·ℓ} over a loss history, mean loss",
         "HardnessWeightedStrategy",
         lambda k: dict(beta=k["beta"]),
+        family="hard examples",
     ),
     MethodSpec(
         "IS (grad norm)",
@@ -136,6 +169,7 @@ _SPECS = [
         "importance sampling p = (1−α)·u + α·p^GN by per-sample gradient norms, weights 1/(N·p)",
         "ImportanceSamplingStrategy",
         lambda k: dict(scheme="grad_norm", alpha=k["is_alpha"], refresh_every=k["is_refresh_every"]),
+        family="hard examples",
     ),
     MethodSpec(
         "Online group DRO",
@@ -144,6 +178,7 @@ _SPECS = [
         "Sagawa et al.: exponentiated-gradient ascent on group weights, mean loss per group",
         "OnlineGroupDROStrategy",
         lambda k: dict(step_size=k["group_step"], grouping="group"),
+        family="groups",
     ),
     MethodSpec(
         "ALSO",
@@ -159,6 +194,7 @@ _SPECS = [
             alpha=k["also_alpha"],
             pi_lr=k["pi_lr"],
         ),
+        family="groups",
     ),
     MethodSpec(
         "AT",
@@ -175,6 +211,7 @@ _SPECS = [
         "doubly robust AT: PGD examples and KL-DRO instance weights ω ∝ e^{ℓ/r}",
         "DONEStrategy",
         lambda k: dict(eps=k["eps"], r=k["done_r"], steps=k["attack_steps"]),
+        family="hard examples",
     ),
     MethodSpec(
         "LS",
@@ -191,6 +228,7 @@ _SPECS = [
         "LS on feature-space worst-case shifts (T ascent steps), then on the batch (two steps)",
         "GILSStrategy",
         lambda k: dict(alpha=k["ls_alpha"], gamma=k["gils_gamma"], eta=k["gils_eta"], steps=k["gils_steps"]),
+        family="hard examples",
     ),
 ]
 
@@ -219,23 +257,28 @@ def available_methods(*, smoke_only: bool = False) -> tuple[str, ...]:
     return tuple(name for name, spec in METHODS.items() if spec.smoke or not smoke_only)
 
 
-def _method_names(methods) -> list[str]:
+def _method_specs(methods) -> list[MethodSpec]:
+    """The methods to run: names from :data:`METHODS` or :class:`MethodSpec` objects of one's own."""
     if methods is None:
-        return list(METHODS)
-    if isinstance(methods, str):
+        return list(METHODS.values())
+    if isinstance(methods, (str, MethodSpec)):
         methods = [methods]
     try:
-        names = list(methods)
+        items = list(methods)
     except TypeError:
         raise ValueError(f"methods must be None or a sequence of method names, got {methods!r}") from None
-    if not names:
+    if not items:
         raise ValueError(f"methods must name at least one method; available: {list(METHODS)}")
-    unknown = [m for m in names if m not in METHODS]
+    unknown = [m for m in items if not isinstance(m, MethodSpec) and m not in METHODS]
     if unknown:
-        raise ValueError(f"methods: unknown method(s) {unknown}; available: {list(METHODS)}")
+        raise ValueError(
+            f"methods: unknown method(s) {unknown}; available: {list(METHODS)}, or a MethodSpec of your own"
+        )
+    specs = [m if isinstance(m, MethodSpec) else METHODS[m] for m in items]
+    names = [spec.name for spec in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"methods must not repeat a name, got {names}")
-    return names
+    return specs
 
 
 def _seeds(seeds) -> list[int]:
@@ -355,10 +398,13 @@ def run_comparison(
     ``seed``. On a CPU, the same seed gives the same accuracies (timings differ).
 
     Args:
-        methods: names from :data:`METHODS` (``None``: all, in the course's order).
+        methods: names from :data:`METHODS` (``None``: all, in the course's order) or :class:`MethodSpec`
+            objects of one's own (a method the registry does not hold: any strategy of
+            :data:`dro_lab.strategies.STRATEGIES` with its options).
         data: ``None`` (:func:`make_benchmark` with ``seed=s`` for seed ``s``: split and subsample vary with
-            the seed), a ``(train, test)`` pair used for every seed, or a callable ``seed -> (train, test)``.
-            Both sets must carry group ids.
+            the seed), a dict of :func:`make_benchmark`'s other arguments (``minority_classes``,
+            ``keep_fraction``, ``groups``, ``test_fraction``; the seed is each run's), a ``(train, test)`` pair
+            used for every seed, or a callable ``seed -> (train, test)``. Both sets must carry group ids.
         seeds: non-empty, distinct integers ≥ 0.
         beta: β > 0 of KL-DRO and HWS; ALSO's τ = 1/β.
         done_r: DONE's KL temperature r > 0 (weights ∝ e^{ℓ/r}).
@@ -379,13 +425,14 @@ def run_comparison(
     Returns:
         A list of dicts with ``method``, ``seed``, ``avg_acc``, ``worst_group_acc``, ``worst_class_acc``,
         ``per_group_acc``, ``seconds_per_epoch`` (mean wall time of the training epochs, evaluation
-        excluded), ``epochs``, ``lesson``, ``symbol``, ``knob`` and ``strategy`` (the strategy's own name).
+        excluded), ``epochs``, ``lesson``, ``symbol``, ``knob``, ``strategy`` (the strategy's own name) and
+        ``family`` (:attr:`MethodSpec.family`).
 
     Raises:
         ValueError: an unknown method name, an empty seed list, or a knob outside its range; the message
             names the argument.
     """
-    names, seed_list = _method_names(methods), _seeds(seeds)
+    specs, seed_list = _method_specs(methods), _seeds(seeds)
     knobs = _check_knobs(
         beta=beta,
         done_r=done_r,
@@ -413,7 +460,7 @@ def run_comparison(
     threads = check_optional_int(threads, "threads")
     get_data = _data_source(data)
     old_threads = torch.get_num_threads()
-    bar = _progress(len(names) * len(seed_list)) if progress else None
+    bar = _progress(len(specs) * len(seed_list)) if progress else None
     rows: list[dict] = []
     try:
         if threads is not None:  # every method timed with the same number of threads
@@ -432,10 +479,10 @@ def run_comparison(
                     seed=s,
                     progress=False,
                 )
-            for name in names:
+            for spec in specs:
                 if bar is not None:
-                    bar.set_postfix_str(f"{name}, seed {s}")
-                rows.append(_run_one(METHODS[name], knobs, train, test, s, hidden, budget))
+                    bar.set_postfix_str(f"{spec.name}, seed {s}")
+                rows.append(_run_one(spec, knobs, train, test, s, hidden, budget))
                 if bar is not None:
                     bar.update(1)
                 if callback is not None:
@@ -488,6 +535,13 @@ def _data_source(data) -> Callable[[int], tuple]:
     """``seed -> (train, test)`` from run_comparison's ``data`` argument."""
     if data is None:
         return lambda s: make_benchmark(seed=s)
+    if isinstance(data, Mapping):
+        unknown = sorted(set(data) - {"minority_classes", "keep_fraction", "groups", "test_fraction"})
+        if unknown:
+            raise ValueError(f"data: {unknown} are not arguments of make_benchmark (the seed is each run's)")
+        options = dict(data)
+        make_benchmark(**options, seed=0)  # bad values raise here, before any training
+        return lambda s: make_benchmark(**options, seed=s)
     if callable(data):
         return data
     fixed = _check_pair(data, "data")
@@ -528,6 +582,7 @@ def _run_one(spec: MethodSpec, knobs: Mapping, train, test, seed: int, hidden: t
         "symbol": spec.symbol,
         "knob": spec.knob(knobs),
         "strategy": hist.strategy,
+        "family": spec.family,
         "device": str(budget["device"]),
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -45,7 +46,7 @@ def _import_optuna():
         import optuna
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "dro_lab.smoothing.tune needs optuna: pip install 'dro-lab[bo]' (or pip install optuna)"
+            "dro_lab.experiments.tune needs optuna: pip install 'dro-lab[bo]' (or pip install optuna)"
         ) from err
     return optuna
 
@@ -139,19 +140,23 @@ def tune(
     }
     if not verbose:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if sampler == "gp":
-        chosen = optuna.samplers.GPSampler(seed=seed, **startup)
-    elif sampler == "tpe":
-        chosen = optuna.samplers.TPESampler(seed=seed, **startup)
-    else:
-        chosen = optuna.samplers.RandomSampler(seed=seed)
-    study = optuna.create_study(direction=direction, sampler=chosen)
 
     def run_trial(trial) -> float:
         params = {name: _suggest(trial, name, spec) for name, spec in space.items()}
         return float(objective(params))
 
-    study.optimize(run_trial, n_trials=n_trials)
+    # optuna 4.x marks GPSampler (and some of its arguments) experimental and warns on every study: the warning
+    # speaks of optuna's API stability, not of the study, and would print in every lesson page that tunes.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if sampler == "gp":
+            chosen = optuna.samplers.GPSampler(seed=seed, **startup)
+        elif sampler == "tpe":
+            chosen = optuna.samplers.TPESampler(seed=seed, **startup)
+        else:
+            chosen = optuna.samplers.RandomSampler(seed=seed)
+        study = optuna.create_study(direction=direction, sampler=chosen)
+        study.optimize(run_trial, n_trials=n_trials)
     return study
 
 

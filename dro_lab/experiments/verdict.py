@@ -59,13 +59,22 @@ class Verdict(NamedTuple):
     threshold: float
     confidence: float
 
+    @property
+    def has_interval(self) -> bool:
+        """False for one seed (the interval is ``(-inf, inf)``) or a bound that is not a finite number."""
+        return self.n > 1 and all(math.isfinite(float(v)) for v in self.interval)
+
     def text(self, digits: int = 2, *, scale: float = 1.0, unit: str = "") -> str:
-        """``"held: +3.10 (95 % interval 1.20 to 5.00, 5 seeds)"``; ``scale=100`` shows fractions as points."""
+        """``"held: +3.10 (95 % interval 1.20 to 5.00, 5 seeds)"``; ``scale=100`` shows fractions as points.
+
+        Without an interval (one seed: ``(-inf, inf)``; or a bound that is not a finite number) the text says
+        ``"(1 seed: no interval)"``, never ``± inf``.
+        """
         check_int(digits, "digits", low=0)
         scale = check_number(scale, "scale")
-        low, high = (v * scale for v in self.interval)
+        low, high = sorted(v * scale for v in self.interval)  # a negative scale swaps the bounds
         seeds = f"{self.n} seed" + ("s" if self.n != 1 else "")
-        if not math.isfinite(low):
+        if not self.has_interval or not (math.isfinite(low) and math.isfinite(high)):
             return f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}: no interval)"
         pct = f"{self.confidence * 100:g} %"
         return (
@@ -143,10 +152,16 @@ def combine(statuses: Iterable[str]) -> str:
 def mean_sd_text(values, digits: int = 3, *, scale: float = 1.0) -> str:
     """``"0.812 ± 0.034"``: the mean and the sample standard deviation over seeds (the mean alone for one seed).
 
-    ``scale=100`` shows fractions as percentages; ``"–"`` stands for a missing (NaN) value.
+    ``scale=100`` shows fractions as percentages; ``"–"`` stands for a missing (NaN) value. A value of ±inf (a
+    run that diverged) is shown without a spread (``"inf"``): never ``± inf`` nor ``± nan``.
     """
     check_int(digits, "digits", low=0)
     a = np.asarray(values, dtype=float).reshape(-1) * check_number(scale, "scale")
     if a.size == 0 or np.isnan(a).any():
         return "–"
-    return f"{a.mean():.{digits}f} ± {a.std(ddof=1):.{digits}f}" if a.size > 1 else f"{a.mean():.{digits}f}"
+    if np.isposinf(a).any() and np.isneginf(a).any():  # inf − inf: no mean
+        return "–"
+    mean = float(a.mean())  # ±inf when a run diverged
+    if a.size == 1 or not math.isfinite(mean):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {a.std(ddof=1):.{digits}f}"

@@ -10,7 +10,17 @@
 
 from __future__ import annotations
 
-from .diagnostics import age_survival, age_tail, sampling_summary
+from .diagnostics import (
+    GradientMC,
+    HistoryAges,
+    age_survival,
+    age_tail,
+    mc_gradient_errors,
+    minority_mass_curve,
+    sampling_summary,
+    simulate_history_ages,
+    weights_jacobian,
+)
 from .hardness import HWS_DIVERGENCES, HWS_DRAWS, HardnessWeightedSampler
 from .importance import IS_SCHEMES, ImportanceSampler, is_mixture, mixture_probabilities
 
@@ -18,6 +28,12 @@ __all__ = [
     "age_survival",
     "age_tail",
     "sampling_summary",
+    "minority_mass_curve",
+    "weights_jacobian",
+    "GradientMC",
+    "mc_gradient_errors",
+    "HistoryAges",
+    "simulate_history_ages",
     "HWS_DIVERGENCES",
     "HWS_DRAWS",
     "HardnessWeightedSampler",

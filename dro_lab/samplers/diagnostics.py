@@ -1,18 +1,42 @@
 """What a hardness-weighted sampler does to the data: class masses of q, and the staleness of its loss history.
 
-Numbers for lesson 02's figures (arrays in, numbers out): how a sampling distribution splits across the
-classes (:func:`sampling_summary`), the empirical tail of the history's ages (:func:`age_survival`) and the
-exact tail and bound of Fidon et al.'s eq. 104 under i.i.d. draws (:func:`age_tail`).
+Numbers for lesson 02's figures and checks (arrays in, numbers out), Fidon, Ourselin & Vercauteren (2019):
+
+* how a sampling distribution splits across the classes (:func:`sampling_summary`) and how the minority's
+  share moves with β (:func:`minority_mass_curve`);
+* the sensitivity of the worst-case weights to each loss, by central finite differences
+  (:func:`weights_jacobian`: Theorem 3.2's sign pattern);
+* the Monte-Carlo error of the hardness-weighted gradient with and without replacement
+  (:func:`mc_gradient_errors`: Lemma 3.2, App. D.7.4, eq. 82);
+* the staleness of the loss history: a :class:`~dro_lab.samplers.HardnessWeightedSampler` driven on a fixed
+  loss vector (:func:`simulate_history_ages`), the empirical tail of its ages (:func:`age_survival`) and the
+  exact tail and bound of eq. 104 under i.i.d. draws (:func:`age_tail`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import torch
+from torch import Tensor
 
-from .._validation import check_int
+from .._validation import as_label_tensor, check_finite, check_int, check_number
+from ..robust import worst_case_weights
 from ..utils import to_numpy
+from .hardness import HardnessWeightedSampler
 
-__all__ = ["sampling_summary", "age_survival", "age_tail"]
+__all__ = [
+    "sampling_summary",
+    "minority_mass_curve",
+    "weights_jacobian",
+    "GradientMC",
+    "mc_gradient_errors",
+    "HistoryAges",
+    "simulate_history_ages",
+    "age_survival",
+    "age_tail",
+]
 
 
 def sampling_summary(
@@ -87,3 +111,160 @@ def age_tail(q, k, batch_size: int) -> tuple[np.ndarray, np.ndarray, float]:
     exact = np.array([np.mean((1.0 - qn) ** (kk * batch_size)) for kk in k])
     alpha = float(qn.min())
     return exact, (1.0 - alpha) ** (k * batch_size), alpha
+
+
+def _loss_vector(losses, name: str = "losses") -> Tensor:
+    """``losses`` as a finite 1-D float64 CPU tensor (``TypeError`` for what is not numbers)."""
+    if isinstance(losses, (str, bytes, dict)) or losses is None or isinstance(losses, (bool, int, float)):
+        raise TypeError(f"{name} must be a 1-D tensor, array or list of losses, got {type(losses).__name__}")
+    try:
+        vec = torch.as_tensor(to_numpy(losses), dtype=torch.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 1-D tensor, array or list of losses, got {type(losses).__name__}") from None
+    if vec.ndim != 1 or vec.numel() == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {tuple(vec.shape)}")
+    check_finite(vec.numpy(), name)
+    return vec
+
+
+def minority_mass_curve(losses, labels, *, minority: int, betas, divergence: str = "kl") -> tuple[np.ndarray, ...]:
+    r"""How much of the sampling distribution lands on one class as β grows: ``(mass, ess)`` over ``betas``.
+
+    ``mass[k]`` is :math:`\sum_{i:\,y_i=c}q_i` and ``ess[k]`` the effective sample size :math:`1/\sum_iq_i^2` of
+    ``q = worst_case_weights(losses, divergence, betas[k])`` (KL: :math:`\mathrm{softmax}(\beta\ell)`, the
+    paper's eq. 20). At β = 0 the mass is the class's share :math:`n_c/n` (ERM); as β → ∞ it goes to the
+    class of the largest loss.
+    """
+    ell = _loss_vector(losses)
+    y = as_label_tensor(labels, "labels")
+    if y.numel() != ell.numel():
+        raise ValueError(f"labels must hold one label per loss: {y.numel()} labels for {ell.numel()} losses")
+    minority = check_int(minority, "minority", low=0)
+    if not bool((y == minority).any()):
+        raise ValueError(f"minority={minority} is not a label of any example")
+    grid = [check_number(b, "betas", low=0.0) for b in np.atleast_1d(np.asarray(betas, dtype=float))]
+    mass, ess = [], []
+    for b in grid:
+        q = worst_case_weights(ell, divergence=divergence, beta=b)
+        mass.append(float(q[y == minority].sum()))
+        ess.append(float(1.0 / (q * q).sum()))
+    return np.array(mass), np.array(ess)
+
+
+def weights_jacobian(losses, *, divergence: str = "kl", beta: float, h: float = 1e-6) -> Tensor:
+    r"""The Jacobian :math:`J_{ij}=\partial q_i/\partial\ell_j` of ``worst_case_weights(losses, divergence, β)``,
+    by central finite differences with step ``h`` (float64, one column per loss).
+
+    Fidon et al.'s Theorem 3.2 says the sampler is online hard-example mining: :math:`J_{ii}\ge0` (an example is
+    drawn more when its own loss grows) and :math:`J_{ij}\le0` for :math:`j\ne i` (less when another's does).
+    For KL the closed form is :math:`\beta(\mathrm{diag}\,q-qq^\top)`; for χ² there is none once weights clip,
+    which is why the differences are taken numerically.
+    """
+    ell = _loss_vector(losses)
+    beta = check_number(beta, "beta", low=0.0)
+    h = check_number(h, "h", low=0.0, low_open=True)
+    cols = [
+        (worst_case_weights(ell + h * e, divergence=divergence, beta=beta)
+         - worst_case_weights(ell - h * e, divergence=divergence, beta=beta)) / (2.0 * h)
+        for e in torch.eye(ell.numel(), dtype=torch.float64)
+    ]  # fmt: skip
+    return torch.stack(cols, 1)
+
+
+@dataclass(frozen=True)
+class GradientMC:
+    """:func:`mc_gradient_errors`' result: relative errors of the averaged batch gradient after ``ms`` batches."""
+
+    ms: np.ndarray  #: numbers of batches M (increasing)
+    with_replacement: np.ndarray  #: ‖ĝ_M − ∇R‖ / ‖∇R‖, batches of b i.i.d. draws (Algorithm 1)
+    without_replacement: np.ndarray  #: the same, batches of b distinct indices
+    predicted: np.ndarray  #: the RMS error of the unbiased estimator, √((Σ q‖∇ℓ‖² − ‖∇R‖²)/(bM)) / ‖∇R‖
+    exact: Tensor  #: ∇R = Σ_i q_i ∇ℓ_i
+
+
+def mc_gradient_errors(q, grads, *, batch_size: int, batches: int, points: int = 25, generator=None) -> GradientMC:
+    r"""Average ``M`` hardness-weighted batch gradients and measure how far they are from :math:`\nabla R`.
+
+    ``grads`` holds one per-example gradient per row (``(n, P)``), ``q`` the sampling distribution. The exact
+    gradient of the robust loss is :math:`\nabla R=\sum_iq_i\nabla\ell_i` (Lemma 3.2). A batch of ``b`` indices
+    drawn **i.i.d.** from ``q`` has a plain-mean gradient whose expectation is :math:`\nabla R` (App. D.7.4,
+    eq. 82), so the average of ``M`` batches has RMS error
+    :math:`\sqrt{(\sum_iq_i\|\nabla\ell_i\|^2-\|\nabla R\|^2)/(bM)}`; a batch of ``b`` **distinct** indices
+    (``torch.multinomial(..., replacement=False)``) is biased once a few examples hold most of ``q``, and its
+    error stops falling. Errors are reported at ``points`` log-spaced
+    ``M`` up to ``batches``.
+    """
+    q = _loss_vector(q, "q")
+    if bool((q < 0).any()) or not float(q.sum()) > 0:
+        raise ValueError("q must be non-negative with positive mass")
+    q = q / q.sum()
+    if not isinstance(grads, Tensor):
+        raise TypeError(f"grads must be a tensor of per-example gradients (n, P), got {type(grads).__name__}")
+    G = grads.detach().double().cpu()
+    if G.ndim != 2 or G.shape[0] != q.numel():
+        raise ValueError(f"grads must have shape (n, P) with n = len(q) = {q.numel()}, got {tuple(G.shape)}")
+    b = check_int(batch_size, "batch_size")
+    batches, points = check_int(batches, "batches"), check_int(points, "points")
+    if int((q > 0).sum()) < b:
+        raise ValueError(f"q has fewer than batch_size={b} examples of positive probability: no batch of distinct ones")
+    exact = q @ G
+    ms = np.unique(np.logspace(0, np.log10(batches), points).astype(int))
+    draws = torch.multinomial(q, b * batches, replacement=True, generator=generator)
+    norm = float(exact.norm())
+    err_with = [float(((torch.bincount(draws[: b * m], minlength=q.numel()).double() @ G) / (b * m) - exact).norm())
+                / norm for m in ms]  # fmt: skip
+    counts, err_without, wanted = torch.zeros_like(q), [], set(ms.tolist())
+    for m in range(1, batches + 1):
+        counts += torch.bincount(torch.multinomial(q, b, replacement=False, generator=generator), minlength=q.numel())
+        if m in wanted:
+            err_without.append(float(((counts @ G) / (b * m) - exact).norm()) / norm)
+    spread = max(float(q @ (G * G).sum(1)) - norm**2, 0.0)
+    predicted = np.sqrt(spread / (b * ms)) / norm
+    return GradientMC(ms, np.array(err_with), np.array(err_without), predicted, exact)
+
+
+@dataclass(frozen=True)
+class HistoryAges:
+    """:func:`simulate_history_ages`' result."""
+
+    ages: Tensor  #: the ages of every history entry, pooled over the snapshots (int64)
+    q: Tensor  #: the (fixed) sampling distribution, float64
+    draws: Tensor  #: how often each example was drawn in the hardness-weighted epochs (int64)
+    batch_size: int
+
+    def drawn_share(self, mask) -> float:
+        """The share of the hardness-weighted draws that fell on the examples in ``mask`` (a boolean vector)."""
+        mask = torch.as_tensor(mask, dtype=torch.bool)
+        return float(self.draws[mask].sum() / self.draws.sum())
+
+
+def simulate_history_ages(
+    losses, batch_size: int, *, beta: float, epochs: int, divergence: str = "kl", every: int = 5, seed: int = 0
+) -> HistoryAges:
+    r"""Drive a :class:`HardnessWeightedSampler` on a **fixed** loss vector and record how stale its history gets.
+
+    Algorithm 1 of Fidon et al.: a warm-start epoch, then ``epochs`` hardness-weighted epochs of
+    :math:`\lfloor n/b\rfloor+1` batches; every update writes back the same loss, so ``q`` stays put and the
+    age :math:`t-t_i(t)` of entry ``i`` follows :math:`P(\text{age}\ge k)=(1-q_i)^{kb}` (App. D.8, eq. 104).
+    The ages of all ``n`` entries are read every ``every`` iterations after one hardness-weighted epoch of
+    burn-in (so at least two epochs are needed), and every draw of those epochs is counted.
+    """
+    ell = _loss_vector(losses).float()
+    epochs = check_int(epochs, "epochs", low=2)
+    every = check_int(every, "every")
+    seed = check_int(seed, "seed", low=0)
+    sampler = HardnessWeightedSampler(ell.numel(), batch_size, beta=beta, divergence=divergence, device="cpu",
+                                      generator=torch.Generator().manual_seed(seed))  # fmt: skip
+    draws = torch.zeros(ell.numel(), dtype=torch.int64)
+    snapshots = []
+    for epoch in range(1 + epochs):
+        for idx in sampler.batches():
+            sampler.update(idx, ell[idx])  # the loss "recomputed" at the same value: q is fixed
+            if epoch == 0:
+                continue
+            draws += torch.bincount(idx, minlength=ell.numel())
+            if epoch >= 2 and sampler.step % every == 0:
+                snapshots.append(sampler.ages())
+    if not snapshots:
+        raise ValueError(f"no snapshot taken: the burn-in epoch has fewer than every={every} iterations left")
+    return HistoryAges(torch.cat(snapshots), sampler.probabilities().double(), draws, sampler.batch_size)

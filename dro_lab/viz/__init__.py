@@ -3,14 +3,17 @@
 Importing this package imports plotly; the rest of dro_lab does not. Lessons call ``viz.<name>``; every name is
 re-exported here from its module:
 
-- :mod:`.weights`: worst-case weights, the robust loss against β, the β ↔ r duality (lesson 01);
+- :mod:`.weights`: worst-case weights, the robust loss against β, the β ↔ r duality, the 2-D minority toy's
+  boundaries and sweeps (lesson 01);
 - :mod:`.training`: decision boundaries, metrics against a knob or over epochs (mean ± std over seeds),
   method sweeps and average against worst-group;
 - :mod:`.sampling`: the hardness-weighted sampling distribution, history ages, the Monte-Carlo error (lesson 02);
-- :mod:`.importance`: the importance-sampled gradient's error and ρ, cost per run (lesson 03);
+- :mod:`.importance`: the importance-sampled gradient's error and ρ, cost per run and per epoch against the
+  paper's Table 1, the loss against wall-clock time, forgotten weights (lesson 03);
 - :mod:`.group_dro`: descent–ascent on the bilinear game, π* against β, π over training (lesson 04);
 - :mod:`.done`: DONE's instance weights per class and the r(t) schedule (lesson 05);
-- :mod:`.adversarial`: an attack on a 2-D toy, per-class robust accuracy, PGD against AutoAttack (lesson 05);
+- :mod:`.adversarial`: an attack on a 2-D toy, per-class robust accuracy, PGD against AutoAttack, an experiment's
+  final metric with the reference run beside the reader's (lesson 05);
 - :mod:`.smoothing`: the GI-LS shift field, transport cost against γ, the regulariser, generated images,
   cost against T, Bayesian-optimisation progress (lesson 06);
 - :mod:`.comparison`: the capstone's every-method figure (lesson 07);
@@ -33,7 +36,13 @@ from ..reweighting import done_weight_stats
 from ..samplers.diagnostics import age_survival, sampling_summary
 from ..samplers.importance import is_mixture
 from ._style import PALETTE
-from .adversarial import attack_gap_figure, attack_toy_figure, per_class_robust_figure
+from .adversarial import (
+    attack_gap_figure,
+    attack_toy_figure,
+    experiment_per_class_figure,
+    final_metric_beside_figure,
+    per_class_robust_figure,
+)
 from .comparison import comparison_figure
 from .done import done_weight_figure, r_schedule_figure
 from .experiments import experiment_curves_figure, experiment_seeds_figure, reference_beside_live_figure
@@ -43,9 +52,17 @@ from .group_dro import (
     pi_star_bar_figure,
     pi_star_figure,
     pi_trajectory_figure,
+    saddle_distance_figure,
 )
-from .importance import is_cost_figure, is_variance_figure
-from .sampling import age_figure, hws_sampling_figure, mc_error_figure, sampling_figure
+from .importance import (
+    forgotten_weights_figure,
+    is_cost_figure,
+    is_cost_ratio_figure,
+    is_variance_figure,
+    log_curves_figure,
+    loss_against_time_figure,
+)
+from .sampling import age_figure, hws_sampling_figure, mc_error_figure, minority_mass_figure, sampling_figure
 from .smoothing import (
     bo_progress_figure,
     cost_vs_T_figure,
@@ -64,7 +81,15 @@ from .training import (
     method_tradeoff_figure,
     tradeoff_figure,
 )
-from .weights import duality_figure, robust_value_figure, weights_figure, weights_for_knobs
+from .weights import (
+    duality_curves_figure,
+    duality_figure,
+    robust_value_figure,
+    toy_boundaries_figure,
+    toy_sweep_figure,
+    weights_figure,
+    weights_for_knobs,
+)
 
 __all__ = [
     "PALETTE",
@@ -77,6 +102,9 @@ __all__ = [
     "history_figure",
     "summarize_runs",
     "weights_for_knobs",
+    "toy_boundaries_figure",
+    "toy_sweep_figure",
+    "duality_curves_figure",
     # lesson 02: curves over seeds, hardness-weighted sampling
     "history_curves",
     "curves_figure",
@@ -84,6 +112,7 @@ __all__ = [
     "sampling_summary",
     "sampling_figure",
     "hws_sampling_figure",
+    "minority_mass_figure",
     "age_survival",
     "age_figure",
     "mc_error_figure",
@@ -92,6 +121,10 @@ __all__ = [
     "is_estimator_stats",
     "is_variance_figure",
     "is_cost_figure",
+    "is_cost_ratio_figure",
+    "log_curves_figure",
+    "loss_against_time_figure",
+    "forgotten_weights_figure",
     # lesson 04: group DRO
     "bilinear_traces",
     "bilinear_figure",
@@ -100,6 +133,7 @@ __all__ = [
     "pi_star_figure",
     "pi_star_bar_figure",
     "pi_trajectory_figure",
+    "saddle_distance_figure",
     "method_sweep_figure",
     "method_tradeoff_figure",
     # lesson 05: DONE
@@ -108,6 +142,8 @@ __all__ = [
     "attack_toy_figure",
     "per_class_robust_figure",
     "attack_gap_figure",
+    "experiment_per_class_figure",
+    "final_metric_beside_figure",
     "r_schedule_figure",
     # lesson 06: GI-LS
     "shift_field_figure",

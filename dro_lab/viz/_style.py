@@ -109,6 +109,7 @@ def add_band_traces(
                 x=np.r_[x, x[::-1]],
                 y=np.r_[high, low[::-1]],
                 fill="toself",
+                mode="lines",  # plotly's default for under 20 points adds markers at the band's corners
                 line=dict(width=0),
                 fillcolor=color,
                 opacity=0.18,

@@ -1,4 +1,5 @@
-"""Lesson 05, attacks and robust accuracy: PGD on a 2-D toy, per-class robust accuracy, PGD against AutoAttack.
+"""Lesson 05, attacks and robust accuracy: PGD on a 2-D toy, per-class robust accuracy, PGD against AutoAttack, and
+an experiment's final robust accuracy, the shipped reference run beside the reader's own.
 
 Here α is the attack step and ε the attack radius.
 """
@@ -10,8 +11,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from .._validation import check_int
+from ..data.fashion import FASHION_MNIST_CLASSES
+from ..experiments.result import ExperimentResult
 from ..utils import to_numpy
 from ._style import (
     LAYOUT,
@@ -174,6 +178,14 @@ def _add_attack_points(fig: go.Figure, pts: np.ndarray, y: np.ndarray, adv: np.n
             )
 
 
+def _clipped(mean: np.ndarray, std: np.ndarray, limits) -> tuple[np.ndarray, np.ndarray]:
+    """The whiskers below and above ``mean``: ± ``std``, cut at the ``limits`` of the metric (None: not cut)."""
+    if limits is None:
+        return std, std
+    lo, hi = (float(v) for v in limits)
+    return np.minimum(std, np.maximum(mean - lo, 0.0)), np.minimum(std, np.maximum(hi - mean, 0.0))
+
+
 def per_class_robust_figure(
     per_class: Mapping[str, object],
     *,
@@ -183,12 +195,14 @@ def per_class_robust_figure(
     title: str | None = None,
     yaxis_title: str = "robust accuracy (PGD)",
     colors: Mapping[str, str] | None = None,
+    limits: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Per-class robust accuracy, grouped bars per method (mean ± sample std over seeds; the paper's Fig. 1).
 
     ``per_class`` maps a method to an array ``(n_seeds, k)``. The ``highlight_worst`` classes with the lowest
     mean of the *first* method are shaded and their bars outlined in black (line width 3, else 0).
     ``paper`` maps a method to its k published values, drawn as open diamonds over the method's bars.
+    ``limits`` (e.g. ``(0, 100)`` for percentages) clips the ± std whiskers to the metric's range.
     """
     if not per_class:
         raise ValueError("per_class must map at least one method to an array (n_seeds, k)")
@@ -203,6 +217,7 @@ def per_class_robust_figure(
     for name, a in arrays.items():
         mean, std, _ = mean_std(a)
         width = [3 if (name == first and j in worst) else 0 for j in range(k)]
+        down, up = _clipped(mean, std, limits)
         fig.add_trace(
             go.Bar(
                 x=names,
@@ -211,7 +226,7 @@ def per_class_robust_figure(
                 offsetgroup=name,
                 marker_color=palette[name],
                 marker_line=dict(color="black", width=width),
-                error_y=dict(type="data", array=std, visible=True),
+                error_y=dict(type="data", array=up, arrayminus=down, visible=True),
             )
         )
     add_paper_markers(fig, paper, names, palette, expected=f"one value per class ({k})", group="offsetgroup")
@@ -253,7 +268,13 @@ def attack_gap_figure(
     fig = go.Figure()
     for k, label in enumerate(("PGD-20", "AutoAttack")):
         mean, std = stats[label]
-        extra = dict(text=[f"gap {g:.3g}" for g in gap], textposition="outside") if label == "AutoAttack" else {}
+        # the gap inside the foot of the AutoAttack bar: at its top, the text would sit on the ± std whisker
+        extra = (
+            dict(text=[f"gap {g:.3g}" for g in gap], textposition="inside", insidetextanchor="start",
+                 textfont=dict(color="white"))
+            if label == "AutoAttack"
+            else {}
+        )  # fmt: skip
         fig.add_trace(
             go.Bar(
                 x=methods,
@@ -288,4 +309,124 @@ def attack_gap_figure(
         legend=dict(orientation="h", y=-0.25),
     )
     fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def _result_methods(result, methods, name: str) -> list[str]:
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"{name} must be an ExperimentResult, got {type(result).__name__}")
+    chosen = list(result.methods if methods is None else methods)
+    unknown = [m for m in chosen if m not in result.methods]
+    if not chosen or unknown:
+        raise ValueError(f"methods must be a non-empty list of {result.methods}; unknown: {unknown}")
+    return chosen
+
+
+def _run_title(result: ExperimentResult, who: str) -> str:
+    seeds = len(result.seeds)
+    return f"{who}: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
+
+
+def experiment_per_class_figure(
+    result: ExperimentResult,
+    *,
+    methods: Sequence[str] | None = None,
+    highlight_worst: int = 3,
+    class_names=None,
+    title: str | None = None,
+) -> go.Figure:
+    """Per-class robust accuracy of an experiment's final runs (Sow et al., §4.2, Fig. 1), in %: the final metrics
+    ``class_0_robust_accuracy``, ``class_1_robust_accuracy`` … of ``result``, one array (seeds × classes) per
+    method, drawn by :func:`per_class_robust_figure` with the whiskers kept in [0, 100]. The ``highlight_worst``
+    outlined classes are the first method's weakest (for AT: the classes of its RA-Tail-30). Fashion-MNIST's classes
+    are named (``T-shirt/top`` …) unless ``class_names`` says otherwise."""
+    chosen = _result_methods(result, methods, "result")
+    names = result.metric_names()
+    k = 0
+    while f"class_{k}_robust_accuracy" in names:
+        k += 1
+    if k == 0:
+        raise ValueError(f"the result has no per-class robust accuracy (class_0_robust_accuracy …); it has {names}")
+    finals = [result.final(f"class_{c}_robust_accuracy") for c in range(k)]
+    per_class = {m: np.stack([f[m] for f in finals], axis=1) * 100.0 for m in chosen}
+    if class_names is None and result.dataset == "fashion-mnist" and k == len(FASHION_MNIST_CLASSES):
+        class_names = FASHION_MNIST_CLASSES
+    seeds = len(result.seeds)
+    return per_class_robust_figure(
+        per_class,
+        class_names=class_names,
+        highlight_worst=highlight_worst,
+        yaxis_title="robust accuracy, PGD (%)",
+        limits=(0.0, 100.0),
+        title=title
+        or f"Per-class robust accuracy: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, "
+        f"{result.preset} preset (worst {highlight_worst} of {chosen[0]} outlined)",
+    )
+
+
+def final_metric_beside_figure(
+    reference: ExperimentResult,
+    live: ExperimentResult,
+    metric: str,
+    *,
+    methods: Sequence[str] | None = None,
+    percent: bool = True,
+    title: str | None = None,
+) -> go.Figure:
+    """One final metric of every method, the shipped reference run (left) beside the reader's run (right): a bar
+    at the mean over seeds, one dot per seed, and the dots of one seed joined across methods (the paired
+    differences behind the verdicts). One colour per method in both panels; each panel is titled with its data
+    set, seeds and preset, and keeps its own y-axis (a smoke run on other data need not share the reference's
+    scale). ``percent`` draws fractions in %."""
+    chosen = _result_methods(reference, methods, "reference")
+    _result_methods(live, chosen, "live")
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a metric's name, got {type(metric).__name__}")
+    scale, unit = (100.0, " (%)") if percent else (1.0, "")
+    colors = method_colors(chosen, None)
+    fig = make_subplots(
+        rows=1, cols=2, horizontal_spacing=0.1,
+        subplot_titles=(_run_title(reference, "Reference run"), _run_title(live, "Your run")),
+    )  # fmt: skip
+    for col, result in ((1, reference), (2, live)):
+        finals = result.final(metric)
+        fig.add_trace(
+            go.Bar(
+                x=chosen,
+                y=[float(np.nanmean(finals[m])) * scale for m in chosen],
+                marker_color=[colors[m] for m in chosen],
+                opacity=0.45,
+                name="mean over seeds",
+                showlegend=col == 1,
+                hovertemplate="%{x}: mean %{y:.1f}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        for i, seed in enumerate(result.seeds):
+            fig.add_trace(
+                go.Scatter(
+                    x=chosen,
+                    y=[float(finals[m][i]) * scale for m in chosen],
+                    mode="lines+markers",
+                    line=dict(color="#555555", width=1),
+                    marker=dict(size=7, color=[colors[m] for m in chosen], line=dict(color="black", width=1)),
+                    name="one seed (paired)",
+                    legendgroup="seed",
+                    showlegend=col == 1 and i == 0,
+                    hovertemplate=f"seed {seed}, %{{x}}: %{{y:.1f}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(type="category", row=1, col=col)
+        if percent:  # an accuracy axis from 0, never below it (an all-zero run would centre on 0)
+            top = float(np.nanmax([np.nanmax(finals[m]) for m in chosen])) * scale
+            fig.update_yaxes(range=[0.0, min(100.0, 1.1 * top + 1.0)], row=1, col=col)
+    fig.update_yaxes(title_text=metric.replace("_", " ") + unit, row=1, col=1)
+    fig.update_layout(
+        **layout(height=460, margin=dict(l=60, r=20, t=95, b=50)),
+        title=dict(text=title or f"{metric.replace('_', ' ')}: the reference run beside yours", y=0.97),
+        legend=dict(orientation="h", y=-0.2),
+    )
     return fig

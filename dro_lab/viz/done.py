@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..utils import to_numpy
-from ._style import CLASS_COLORS, LAYOUT, PALETTE, add_band_traces, class_labels, layout, seed_array
+from ._style import CLASS_COLORS, PALETTE, add_band_traces, class_labels, layout, seed_array
 
 _LOG_FLOOR = -12.0  # log10(ω·|B|) of weights that underflow (ω·|B| < 10⁻¹²) is drawn at this floor
 
@@ -68,11 +68,30 @@ def done_weight_figure(
     fig.add_hline(y=0.0, line=dict(color="black", dash="dash", width=1), row=1, col=1)
     _add_class_means(fig, names, means, colors, class_accuracy)
     fig.add_hline(y=1.0, line=dict(color="black", dash="dash", width=1), row=1, col=2)
-    fig.update_layout(**LAYOUT, title=title or f"DONE weights per class (|B| = {b})")
+    # the figure's title above the two panels' titles, not on them
+    text = title or f"DONE weights per class (|B| = {b})"
+    fig.update_layout(**layout(margin=dict(l=60, r=20, t=95, b=50), height=420), title=dict(text=text, y=0.97))
     fig.update_xaxes(title_text="class", type="category", row=1, col=1)
     fig.update_yaxes(title_text="log₁₀(ω·|B|)", row=1, col=1)
     fig.update_yaxes(title_text="mean ω·|B|", rangemode="tozero", row=1, col=2)
     return fig
+
+
+_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
+
+
+def _label_positions(x: np.ndarray, y: np.ndarray) -> list[str]:
+    """A text position per point such that two labels of nearby points (within 6 % of the x range and 8 % of the
+    y range) take different sides; the first free one of above, below, right, left."""
+    span_x, span_y = max(np.ptp(x), 1e-12), max(np.ptp(y), 1e-12)
+    placed: list[tuple[float, float, str]] = []
+    out = []
+    for xi, yi in zip(x, y):
+        near = {p for (xj, yj, p) in placed if abs(xi - xj) < 0.06 * span_x and abs(yi - yj) < 0.08 * span_y}
+        pos = next((p for p in _POSITIONS if p not in near), _POSITIONS[0])
+        placed.append((float(xi), float(yi), pos))
+        out.append(pos)
+    return out
 
 
 def _add_class_means(fig: go.Figure, names: list[str], means: np.ndarray, colors: list[str], class_accuracy) -> None:
@@ -92,7 +111,7 @@ def _add_class_means(fig: go.Figure, names: list[str], means: np.ndarray, colors
             y=means,
             mode="markers+text",
             text=names,
-            textposition="top center",
+            textposition=_label_positions(acc, means),
             name="class-mean ω·|B|",
             showlegend=False,
             marker=dict(size=10, color=colors),

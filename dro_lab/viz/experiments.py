@@ -57,6 +57,8 @@ def experiment_curves_figure(
             color=palette[m],
             bounds=(0.0, 100.0) if percent else None,
         )
+    if percent:
+        fig.update_yaxes(range=_percent_range([result.curve(metric, m) * scale for m in methods]))
     seeds = len(result.seeds)
     fig.update_layout(
         **LAYOUT,
@@ -113,6 +115,21 @@ def experiment_seeds_figure(
     return fig
 
 
+def _percent_range(curves: Sequence[np.ndarray]) -> list[float]:
+    """A y-axis range for percentages: the mean ± sd bands of ``curves`` (seeds × epochs, in %) with a margin,
+    never outside [0, 100] but for a hair of room, and at least 10 points tall (an all-zero smoke run would
+    otherwise get plotly's default of −1 … 1, a negative accuracy)."""
+    lows, highs = [], []
+    for c in curves:
+        c = np.atleast_2d(np.asarray(c, dtype=float))
+        mean, sd = np.nanmean(c, axis=0), np.nan_to_num(np.nanstd(c, axis=0))
+        lows.append(np.nanmin(mean - sd)), highs.append(np.nanmax(mean + sd))
+    lo, hi = max(0.0, min(lows) - 3.0), min(100.0, max(highs) + 3.0)
+    if hi - lo < 10.0:
+        lo, hi = (max(0.0, hi - 10.0), hi) if hi - 10.0 > 0 else (0.0, max(10.0, lo + 10.0))
+    return [lo - (1.0 if lo <= 0.0 else 0.0), hi + (1.0 if hi >= 100.0 else 0.0)]
+
+
 def _run_label(result: ExperimentResult, who: str) -> str:
     seeds = len(result.seeds)
     return f"{who}: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
@@ -158,6 +175,8 @@ def reference_beside_live_figure(
                 bounds=(0.0, 100.0) if percent else None,
             )
         fig.update_xaxes(title_text="epoch", row=1, col=col)
+        if percent:
+            fig.update_yaxes(range=_percent_range([result.curve(metric, m) * scale for m in methods]), row=1, col=col)
     fig.update_yaxes(title_text=metric.replace("_", " ") + unit, row=1, col=1)
     fig.update_layout(
         **{**LAYOUT, "height": 450, "margin": dict(l=60, r=20, t=90, b=50)},

@@ -1,5 +1,5 @@
-"""Lesson 02: the hardness-weighted sampling distribution by class, the staleness of its loss history and the
-Monte-Carlo error of the DRO gradient."""
+"""Lesson 02: the hardness-weighted sampling distribution by class, the minority's share of it against β, the
+staleness of its loss history and the Monte-Carlo error of the DRO gradient."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from .._validation import check_int, check_nonempty
 from ..robust import worst_case_weights
-from ..samplers.diagnostics import age_survival, age_tail, sampling_summary
+from ..samplers.diagnostics import age_survival, age_tail, minority_mass_curve, sampling_summary
 from ..utils import to_numpy
 from ._style import CLASS_COLORS, LAYOUT, PALETTE, layout
 
@@ -170,6 +170,49 @@ def hws_sampling_figure(
     )
 
 
+def minority_mass_figure(
+    losses, labels, *, minority: int, betas=None, batch_size: int | None = None, title: str | None = None
+) -> go.Figure:
+    """The minority class's share of the hardness-weighted draws against β (log x-axis), KL beside χ².
+
+    Left: the q-mass of class ``minority`` under KL at β (solid) and under χ² at 2β (dotted; the two agree to
+    first order), against its uniform share ``n_c / n`` (dashed: what ERM draws); with ``batch_size`` the title
+    reads the peak as expected draws per batch. Right (log y): the effective sample size
+    ``1 / Σ q_i²`` of the KL distribution, from ``n`` (uniform) down to 1 (the single largest loss).
+    ``betas`` defaults to 101 points from 10⁻² to 10³. The numbers come from
+    :func:`dro_lab.samplers.minority_mass_curve`.
+    """
+    grid = np.logspace(-2, 3, 101) if betas is None else np.asarray(betas, dtype=float)
+    if grid.ndim != 1 or grid.size < 2 or not np.all(grid > 0):
+        raise ValueError(f"betas must be at least two positive values (a log axis), got {np.ravel(grid).tolist()}")
+    if batch_size is not None:
+        batch_size = check_int(batch_size, "batch_size")
+    mass_kl, ess = minority_mass_curve(losses, labels, minority=minority, betas=grid)
+    mass_chi2, _ = minority_mass_curve(losses, labels, minority=minority, betas=2 * grid, divergence="chi2")
+    y = to_numpy(labels)
+    share = float(np.mean(y == minority))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(
+        f"q-mass of class {minority}", "effective sample size 1/Σq² (KL)"))  # fmt: skip
+    fig.add_scatter(x=grid, y=mass_kl, name="KL at β", line=dict(color=PALETTE[1], width=3), row=1, col=1)
+    fig.add_scatter(x=grid, y=mass_chi2, name="χ² at 2β", line=dict(color=PALETTE[3], dash="dot"), row=1, col=1)
+    fig.add_scatter(x=grid[[0, -1]], y=[share, share], name=f"uniform share n_c/n = {share:.4f} (ERM)",
+                    mode="lines", line=dict(color="black", dash="dash"), row=1, col=1)  # fmt: skip
+    fig.add_scatter(x=grid, y=ess, name="ESS (KL)", line=dict(color=PALETTE[0]), showlegend=False, row=1, col=2)
+    fig.update_xaxes(type="log", title_text="β")
+    fig.update_yaxes(title_text="share of the draws", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(type="log", title_text="ESS (examples)", row=1, col=2)
+    peak = int(np.argmax(mass_kl))
+    heading = (
+        f"Whom does the sampler draw? Class {minority}'s share peaks at {mass_kl[peak]:.3f} (KL, β ≈ {grid[peak]:.2g})"
+    )
+    if batch_size is not None:
+        heading += (f"<br><sup>{batch_size * mass_kl[peak]:.2f} of {batch_size} draws per batch, against "
+                    f"{batch_size * share:.2f} under uniform sampling</sup>")  # fmt: skip
+    fig.update_layout(**layout(height=440, margin=dict(l=60, r=20, t=90, b=50)), legend=dict(orientation="h", y=-0.25),
+                      title=title or heading)  # fmt: skip
+    return fig
+
+
 def age_figure(runs: Mapping[str, tuple], *, batch_size: int, title: str | None = None) -> go.Figure:
     """Staleness of the loss history: ages ``t − t_i(t)`` against the paper's tail bound (eq. 104).
 
@@ -194,7 +237,7 @@ def age_figure(runs: Mapping[str, tuple], *, batch_size: int, title: str | None 
     fig.update_yaxes(title_text="share of entries", row=1, col=1)
     fig.update_yaxes(type="log", title_text="P(age ≥ k)", row=1, col=2)
     fig.update_layout(
-        **layout(height=440, barmode="overlay"),
+        **layout(height=470, barmode="overlay", margin=dict(l=60, r=20, t=90, b=50)),
         legend=dict(orientation="h", y=-0.25),
         title=title or f"Staleness of the loss history (b = {batch_size})",
     )

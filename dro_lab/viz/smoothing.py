@@ -32,8 +32,9 @@ def _points_2d(points, name: str, n: int | None = None) -> np.ndarray:
 def shift_field_figure(
     points, shifted: Mapping[str, object], labels, *, grid=None, title: str | None = None
 ) -> go.Figure:
-    r"""The GI-LS shift field on a 2-D toy (the GI-LS paper's Fig. 5): for each setting (e.g. ``"α = 0.3"``) a segment
-    from every point to its shifted position :math:`x^T` (one trace of n segments separated by ``None``) and the
+    r"""The GI-LS shift field on a 2-D toy (the direction of Theorem 3.3's gradient θ_f(p − ȳ_α) drawn in the
+    plane; the paper has no such figure): for each setting (e.g. ``"α = 0.3"``) a segment from every point to
+    its shifted position :math:`x^T` (one trace of n segments separated by ``None``) and the
     shifted points (small open circles, same colour, same legend group); the clean points by label on top.
 
     ``grid = (grid_x, grid_y, class_map)`` draws the model's predicted class over the plane as a tinted
@@ -137,11 +138,11 @@ def transport_vs_gamma_figure(
     title: str | None = None,
     yaxis_title: str = "realised transport cost ρ̂",
 ) -> go.Figure:
-    r"""Realised transport cost :math:`\hat\rho` (or the mean shift norm) against γ on a log-x axis (the GI-LS paper's
-    Fig. 6): one line per setting, ``costs[name]`` a vector over ``gammas`` or an array ``(n_seeds, n_gammas)``
-    (mean line, ± sample-std band). ``bounds`` maps a label (``"L₀/γ"``, ``"3L₀/γ"``) to a vector over
-    ``gammas``, drawn dashed in black. The y axis is logarithmic when every finite value is positive;
-    non-finite values (a diverged ascent) leave gaps.
+    r"""Realised transport cost :math:`\hat\rho` (or the mean shift norm) against γ on a log-x axis (the GI-LS
+    paper's §4.4 and Table 8's γ, over a wider range): one line per setting, ``costs[name]`` a vector over
+    ``gammas`` or an array ``(n_seeds, n_gammas)`` (mean line, ± sample-std band). ``bounds`` maps a label
+    (``"L₀/γ"``, ``"3L₀/γ"``) to a vector over ``gammas``, drawn dashed in black. The y axis is logarithmic when
+    every finite value is positive; non-finite values (a diverged ascent) leave gaps.
     """
     g = to_numpy(gammas).reshape(-1)
     if g.size == 0 or np.any(g <= 0):
@@ -187,10 +188,11 @@ def _alpha_of(key) -> float | None:
 
 def regularizer_figure(p_true, values: Mapping[object, object], *, title: str | None = None) -> go.Figure:
     r"""The LS+DRO regulariser :math:`\|\theta_f(p-\bar y_\alpha)\|^2` against the true-class probability
-    (the GI-LS paper's Fig. 7), one line per α; its zero at :math:`p_{\text{true}}=1-\alpha` is marked by a dotted
-    vertical line and a diamond. ``values`` maps α (a number, or a label whose last number is α, e.g.
-    ``"α = 0.3"``) to a vector over ``p_true`` (e.g. :func:`ls_regularizer_values`). Samples right of the zero
-    (more confident than 1 − α) are pushed outward by the GI-LS ascent, those left of it toward the boundary.
+    (the GI-LS paper's eq. 20 with its factor corrected), one line per α; its zero at
+    :math:`p_{\text{true}}=1-\alpha` is marked by a dotted vertical line and a diamond. ``values`` maps α (a
+    number, or a label whose last number is α, e.g. ``"α = 0.3"``) to a vector over ``p_true`` (e.g.
+    :func:`ls_regularizer_values`). Samples right of the zero (more confident than 1 − α) are pushed outward by the
+    GI-LS ascent, those left of it toward the boundary.
     """
     p = to_numpy(p_true).reshape(-1)
     fig = go.Figure()
@@ -238,21 +240,48 @@ def _images_2d(x, name: str) -> np.ndarray:
     return a
 
 
-def generated_images_figure(x, x_shifted, *, n: int = 6, title: str | None = None) -> go.Figure:
-    """Original images, GI-LS generated images and their difference for the first ``n`` (the GI-LS paper's Fig. 11).
+def _shift_gain(d: np.ndarray, gain) -> float:
+    """The amplification of the shift: ``"auto"`` makes the largest |gain·(x_T − x)| about 0.4 (a visible share
+    of a [0, 1] grey scale), never below 1; a number is used as given."""
+    if gain == "auto":
+        return float(max(1, round(0.4 / max(float(np.abs(d).max()), 1e-6))))
+    if isinstance(gain, bool) or not isinstance(gain, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gain must be a positive number or 'auto', got {type(gain).__name__}")
+    if not (np.isfinite(gain) and gain > 0):
+        raise ValueError(f"gain must be a positive number or 'auto', got {gain!r}")
+    return float(gain)
 
-    Rows: x and x_T on a shared grey scale [min, max] of both; x_T − x on a red–blue scale symmetric about 0
-    (its largest |difference| in the title). ``x`` and ``x_shifted`` are ``(N, 1, H, W)`` or ``(N, H, W)``.
+
+def _row_titles(gain: float) -> list[str]:
+    """What each row of :func:`generated_images_figure` shows, at the shift's amplification ``gain``."""
+    if gain == 1:
+        return ["original x", "generated x_T", "shift x_T − x"]
+    return ["original x", f"x + {gain:g}·(x_T − x)", f"{gain:g}·(x_T − x)"]
+
+
+def generated_images_figure(
+    x, x_shifted, *, n: int = 6, gain: float | str = 1.0, title: str | None = None
+) -> go.Figure:
+    r"""Original images, GI-LS generated images and the shift between them for the first ``n`` (the samples of the
+    GI-LS paper's Algorithm 1; the paper shows none), ``x_shifted`` being the generated :math:`x_T`.
+
+    A shift of a few percent of an image is invisible at its true scale, so ``gain`` amplifies it: the middle row
+    shows :math:`x + g\,(x_T-x)` and the bottom row :math:`g\,(x_T-x)` (``"auto"``: the largest amplified
+    difference about 0.4, see the row titles for the factor used); at ``gain=1`` they are :math:`x_T` and
+    :math:`x_T-x`. Each row's title says which it shows. Rows 1–2 share a grey scale [min, max]; row 3 is on a
+    red–blue scale symmetric about 0. ``x`` and ``x_shifted`` are ``(N, 1, H, W)`` or ``(N, H, W)``.
     """
     a, b = _images_2d(x, "x"), _images_2d(x_shifted, "x_shifted")
     if a.shape != b.shape:
         raise ValueError(f"x and x_shifted must have the same shape, got {a.shape} and {b.shape}")
     n = min(check_int(n, "n"), a.shape[0])
     a, b = a[:n], b[:n]
-    d = b - a
+    g = _shift_gain(b - a, gain)
+    d = g * (b - a)
+    b = a + d
     dmax = float(np.abs(d).max()) or 1.0
     lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
-    rows = ["original x", "generated x_T", "difference x_T − x"]
+    rows = _row_titles(g)
     fig = make_subplots(rows=3, cols=n, horizontal_spacing=0.01, vertical_spacing=0.06, row_titles=rows)
     for r, (imgs, axis) in enumerate(((a, "coloraxis"), (b, "coloraxis"), (d, "coloraxis2")), start=1):
         for c in range(n):
@@ -263,23 +292,26 @@ def generated_images_figure(x, x_shifted, *, n: int = 6, title: str | None = Non
                 row=r,
                 col=c + 1,
             )
+    fig.for_each_annotation(lambda a: a.update(font=dict(size=11)) if a.text in rows else None)
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed", scaleanchor="x", scaleratio=1)
+    shown = "x_T − x" if g == 1 else f"{g:g}·(x_T − x)"
     fig.update_layout(
         **layout(height=160 * 3 + 80),
-        title=title or f"Generated images (max |x_T − x| = {float(np.abs(d).max()):.3g})",
-        coloraxis=dict(colorscale="gray", cmin=lo, cmax=hi, colorbar=dict(title="pixel", len=0.6, y=0.7, x=1.06)),
+        title=title or f"Generated images (max |x_T − x| = {float(np.abs(d).max()) / g:.3g}; shift shown ×{g:g})",
+        coloraxis=dict(colorscale="gray", cmin=lo, cmax=hi, colorbar=dict(title="pixel", len=0.6, y=0.7, x=1.12)),
         coloraxis2=dict(
-            colorscale="RdBu", cmid=0.0, cmin=-dmax, cmax=dmax, colorbar=dict(title="x_T − x", len=0.3, y=0.15, x=1.06)
+            colorscale="RdBu", cmid=0.0, cmin=-dmax, cmax=dmax, colorbar=dict(title=shown, len=0.3, y=0.15, x=1.12)
         ),
     )
     return fig
 
 
 def cost_vs_T_figure(T_values, seconds, *, title: str | None = None) -> go.Figure:
-    """Seconds per epoch against T (the GI-LS paper's Fig. 10): the measurements (``seconds`` a vector over
-    ``T_values`` or ``(n_repeats, n_T)``: mean ± sample std), the least-squares line a + b·T, and the ratio of
-    each mean to the one at T = 0 written over its point (to the fitted a when T = 0 was not measured)."""
+    """Seconds per epoch against T (the cost of Algorithm 1's inner loop; the paper reports none): the
+    measurements (``seconds`` a vector over ``T_values`` or ``(n_repeats, n_T)``: mean ± sample std), the
+    least-squares line a + b·T, and the ratio of each mean to the one at T = 0 written over its point (to the
+    fitted a when T = 0 was not measured)."""
     t = to_numpy(T_values).reshape(-1)
     s = seed_array(seconds, "seconds", t.size)
     if t.size < 2:
@@ -317,6 +349,7 @@ def cost_vs_T_figure(T_values, seconds, *, title: str | None = None) -> go.Figur
         xaxis_title="T (ascent steps)",
         yaxis_title="seconds per epoch",
     )
+    fig.update_xaxes(tickmode="array", tickvals=t)  # T is an integer: ticks at the measured values only
     fig.update_yaxes(rangemode="tozero")
     return fig
 
@@ -366,4 +399,6 @@ def bo_progress_figure(
         xaxis_title="trial",
         yaxis_title=yaxis_title,
     )
+    longest = max(len(v) for v in values.values())
+    fig.update_xaxes(tick0=1, dtick=max(1, -(-longest // 10)))  # whole trials: no tick at 1.5
     return fig

@@ -6,10 +6,10 @@ by the rest of dro_lab. Widgets always say which symbol they are: "β (KL invers
 
 - :mod:`.sliders`: every slider and toggle of the course;
 - :mod:`.panels`: the generic panels (live, behind a Run button) and the in-place FigureWidget redraw;
-- :mod:`.weights`: the foundations panel (lesson 01);
+- :mod:`.weights`: the foundations panel and the 2-D toy's Run panel (lesson 01);
 - :mod:`.sampling`: the hardness-weighted-sampling panel (lesson 02);
 - :mod:`.importance`: the importance-sampling panel (lesson 03);
-- :mod:`.group_dro`: the bilinear game, τ and π-trajectory panels (lesson 04);
+- :mod:`.group_dro`: the bilinear game, τ and π-trajectory panels, ALSO's experiment as it trains (lesson 04);
 - :mod:`.adversarial`: DONE's weights and the PGD toy (lesson 05);
 - :mod:`.smoothing`: the GI-LS toy panel (lesson 06; ``gamma_for_radius``, re-exported here, is
   :mod:`dro_lab.attacks`'s);
@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..attacks import gamma_for_radius
 from .adversarial import attack_toy_panel, done_r_panel
 from .comparison import comparison_panel
-from .group_dro import bilinear_panel, pi_run_panel, tau_panel
+from .group_dro import also_training_panel, bilinear_panel, pi_run_panel, tau_panel
 from .importance import is_variance_panel
 from .panels import panel, run_panel
 from .sampling import hws_panel
@@ -46,7 +46,7 @@ from .sliders import (
 )
 from .smoothing import gils_toy_panel
 from .training import experiment_training_panel, training_panel
-from .weights import weights_panel
+from .weights import toy_panel, weights_panel
 
 __all__ = [
     "beta_slider",
@@ -58,6 +58,7 @@ __all__ = [
     "training_panel",
     "experiment_training_panel",
     "weights_panel",
+    "toy_panel",
     "hws_panel",
     "is_alpha_slider",
     "weight_exponent_slider",
@@ -68,6 +69,7 @@ __all__ = [
     "bilinear_panel",
     "tau_panel",
     "pi_run_panel",
+    "also_training_panel",
     # lesson 05: DONE
     "done_r_slider",
     "attack_eps_slider",

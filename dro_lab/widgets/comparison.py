@@ -1,20 +1,24 @@
 """Lesson 07, the capstone: choose methods and knobs, press Run, see every method redrawn.
 
-Training is not live: the Run button re-runs the chosen methods on a small budget and redraws
+Training is not live: the Run button re-runs the chosen methods on a small budget (one seed) and redraws
 :func:`dro_lab.viz.comparison_figure` in place. Every α says which one it is (CVaR level, importance-sampling
 mixing, ALSO's optimism, label smoothing); β is KL-DRO's and HWS's (ALSO's τ = 1/β) and r is DONE's temperature.
+
+The panel builds its own run function from the comparison's options (the arguments of
+:func:`dro_lab.experiments.run_comparison`: data, budget, device and every knob), or takes one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
 
 import ipywidgets as W
 import plotly.graph_objects as go
 
 from .. import viz
-from .._validation import check_callable
-from ..experiments.comparison import pareto_front, summarise
+from .._validation import check_callable, check_int
+from ..experiments.comparison import METHODS, pareto_front, run_comparison, summarise
 from .panels import figure_box, redraw
 from .sliders import (
     STYLE,
@@ -26,37 +30,56 @@ from .sliders import (
     optimism_slider,
 )
 
-_RUN_TIP = "re-train the selected methods on a small budget (seconds per method)"
+_RUN_TIP = "re-train the selected methods on a small budget (one seed; seconds per method)"
+#: The slider knobs and their defaults (those of run_comparison).
+_SLIDER_KNOBS = {"beta": 10.0, "done_r": 1.0, "cvar_alpha": 0.2, "is_alpha": 0.5, "also_alpha": 1.0, "ls_alpha": 0.1}
+#: run_comparison's arguments the panel sets itself (the selection, the seed, the epochs, quiet runs).
+_PANEL_SET = {"methods", "seeds", "epochs", "progress", "callback"}
+#: The panel's figure size: the controls take the left of the output.
+FIGURE_SIZE = dict(width=760, height=540)
 
 
 def comparison_panel(
-    run_fn: Callable[..., object],
-    methods,
+    run_fn: Callable[..., object] | None = None,
+    methods=None,
     *,
+    options: Mapping | None = None,
+    seed: int = 0,
+    epochs: int = 10,
     summary=None,
     selected=None,
-    beta: float = 10.0,
-    done_r: float = 1.0,
-    cvar_alpha: float = 0.2,
-    is_alpha: float = 0.5,
-    also_alpha: float = 1.0,
-    ls_alpha: float = 0.1,
+    beta: float | None = None,
+    done_r: float | None = None,
+    cvar_alpha: float | None = None,
+    is_alpha: float | None = None,
+    also_alpha: float | None = None,
+    ls_alpha: float | None = None,
     reference: str = "ERM",
 ) -> W.Box:
     """Choose methods and β / r / α's, press Run, see average vs worst-group accuracy and cost redrawn.
 
-    ``run_fn(methods=[...], beta=, done_r=, cvar_alpha=, is_alpha=, also_alpha=, ls_alpha=)`` trains (e.g.
-    :func:`dro_lab.comparison.run_comparison` on a small budget) and returns the per-method summary
-    (:func:`dro_lab.comparison.summarise`), or its rows (then they are summarised here). The figure is
-    :func:`dro_lab.viz.comparison_figure` with the Pareto front of :func:`dro_lab.comparison.pareto_front`;
-    ``summary`` (e.g. the notebook's headless result) is drawn before the first click. The read-out names
-    the best worst-group method and the front. Printed output and errors of ``run_fn`` show under the button.
+    Two ways to say what Run does:
+
+    * ``options`` (``run_fn`` left None): the keyword arguments of :func:`dro_lab.experiments.run_comparison`
+      — ``data``, ``batch_size``, ``lr``, ``hidden``, ``threads``, ``device`` and the knobs (``beta``, ``done_r``,
+      …, ``gils_steps``) — with which the selected methods are trained with one seed (``seed``) for ``epochs``
+      epochs, the six sliders' values replacing the knobs of the same name;
+    * ``run_fn(methods=[...], beta=, done_r=, cvar_alpha=, is_alpha=, also_alpha=, ls_alpha=)``: trains and
+      returns the per-method summary (:func:`dro_lab.experiments.summarise`) or its rows (summarised here).
+
+    ``methods`` lists the selectable names (default: every method of :data:`METHODS`), ``selected`` those chosen
+    at first (default: all). A slider starts at its argument, else at the knob of the same name in ``options``,
+    else at run_comparison's default. The figure is :func:`dro_lab.viz.comparison_figure` with the Pareto front
+    of :func:`dro_lab.experiments.pareto_front`; ``summary`` (e.g. the notebook's headless result) is drawn
+    before the first click. The read-out names the best worst-group method and the front. Printed output and
+    errors of a run show under the button.
     """
-    check_callable(run_fn, "run_fn")
-    selector = _method_selector(methods, selected)
-    controls = _knob_sliders(
-        beta=beta, done_r=done_r, cvar_alpha=cvar_alpha, is_alpha=is_alpha, also_alpha=also_alpha, ls_alpha=ls_alpha
-    )
+    run_fn = _run_function(run_fn, options, seed, epochs, reference)
+    selector = _method_selector(list(METHODS) if methods is None else methods, selected)
+    start = {**_SLIDER_KNOBS, **{k: v for k, v in dict(options or {}).items() if k in _SLIDER_KNOBS}}
+    given = dict(beta=beta, done_r=done_r, cvar_alpha=cvar_alpha, is_alpha=is_alpha, also_alpha=also_alpha)
+    start.update({k: v for k, v in {**given, "ls_alpha": ls_alpha}.items() if v is not None})
+    controls = _knob_sliders(**start)
     fig0, text0 = _draw(list(summary), reference) if summary else (_empty_figure(), "not run yet")
     widget, readout, log = go.FigureWidget(fig0), W.HTML(text0), W.Output()
     button = W.Button(description="Run", button_style="primary", icon="play", tooltip=_RUN_TIP)
@@ -73,6 +96,8 @@ def comparison_panel(
             fig, text = _draw(_run_summary(run_fn, log, reference, methods=names, **values), reference)
             redraw(widget, fig)
             readout.value = text
+        except Exception as exc:  # shown under the button; the panel stays usable
+            readout.value = f"<b>the run failed</b>: {type(exc).__name__}: {exc}"
         finally:
             button.disabled = False
 
@@ -80,13 +105,39 @@ def comparison_panel(
     box = figure_box(
         "Every method on one benchmark", {"methods": selector, **controls}, readout, widget, extra=(button, log)
     )
-    box.methods, box.button, box.sliders = selector, button, controls
+    box.methods, box.button, box.sliders, box.run_fn = selector, button, controls, run_fn
     return box
+
+
+def _run_function(run_fn, options, seed, epochs, reference) -> Callable[..., object]:
+    """``run_fn`` as given, or one built from ``options``: run_comparison with one seed, summarised."""
+    if run_fn is not None:
+        if options is not None:
+            raise ValueError("give run_fn or options, not both (options build the panel's own run function)")
+        return check_callable(run_fn, "run_fn")
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of run_comparison's arguments, got {type(options).__name__}")
+    options = dict(options or {})
+    accepted = set(inspect.signature(run_comparison).parameters) - _PANEL_SET
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ValueError(f"options: {unknown} are not run_comparison's arguments; accepted: {sorted(accepted)}")
+    seed = check_int(seed, "seed", low=0)
+    epochs = check_int(epochs, "epochs", low=1)
+
+    def run(*, methods, **knobs):
+        """The panel's Run button: the selected methods, one seed, ``epochs`` epochs, the sliders' knobs."""
+        rows = run_comparison(methods, seeds=[seed], epochs=epochs, progress=False, **{**options, **knobs})
+        return summarise(rows, reference=reference)
+
+    return run
 
 
 def _empty_figure() -> go.Figure:
     """What the panel shows before the first Run when no summary is given."""
-    return go.Figure(layout=dict(template="plotly_white", height=560, title="Choose methods and knobs, then press Run"))
+    return go.Figure(
+        layout=dict(template="plotly_white", **FIGURE_SIZE, title="Choose methods and knobs, then press Run")
+    )
 
 
 def _method_selector(methods, selected) -> W.SelectMultiple:
@@ -126,7 +177,7 @@ def _knob_sliders(*, beta, done_r, cvar_alpha, is_alpha, also_alpha, ls_alpha) -
 
 
 def _run_summary(run_fn: Callable[..., object], log: W.Output, reference: str, **kwargs) -> list[dict]:
-    """``run_fn(**kwargs)`` with its printed output and errors shown in ``log``; rows are summarised per method."""
+    """``run_fn(**kwargs)`` with its printed output shown in ``log``; rows are summarised per method."""
     with log:
         log.clear_output(wait=True)
         result = list(run_fn(**kwargs))
@@ -138,7 +189,7 @@ def _run_summary(run_fn: Callable[..., object], log: W.Output, reference: str, *
 def _draw(entries: list[dict], reference: str) -> tuple[go.Figure, str]:
     """The comparison figure with its Pareto front, and the read-out naming the best worst-group method."""
     front = pareto_front(entries)
-    fig = viz.comparison_figure(entries, front=front, reference=reference)
+    fig = viz.comparison_figure(entries, front=front, reference=reference, **FIGURE_SIZE)
     best = max(entries, key=lambda e: e["worst_group_acc"])
     text = (
         f"best worst-group accuracy: <b>{best['method']}</b> ({best['worst_group_acc']:.3f}); "

@@ -1,20 +1,24 @@
-"""Lesson 04, group DRO: optimism on the bilinear game, π* as β = 1/τ moves, and π over a training run.
+"""Lesson 04, group DRO: optimism on the bilinear game, π* as β = 1/τ moves, π over a training run, and the
+paper's imbalanced-data experiment watched as it trains.
 
 Here β is 1/τ of the group-DRO KL penalty and α the optimism of ALSO / Mirror-Prox.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as W
 import plotly.graph_objects as go
 
 from .. import viz
 from .._validation import check_callable, check_number
+from ..experiments import Splits
+from ..experiments.papers.also import ALSO_EXPERIMENT
 from ..optim.prox import bilinear_game_path
 from .panels import figure_box, live_panel, redraw
 from .sliders import STYLE, WIDE, group_beta_slider, optimism_slider
+from .training import experiment_training_panel
 
 
 def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> W.Box:
@@ -75,7 +79,7 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
     """Train behind a Run button and redraw the π trajectory.
 
     On click, ``simulate(beta=β, alpha=α)`` runs with the slider values (β = 1/τ, α the optimism) and
-    returns a dict with ``"pi"`` (T, c), optional ``"kl"`` (T,), ``"labels"`` and ``"prior"``;
+    returns a dict with ``"pi"`` (T, c), optional ``"kl"`` (T,), ``"labels"``, ``"prior"`` and ``"x_title"``;
     :func:`dro_lab.viz.pi_trajectory_figure` is redrawn in place and the read-out gives the final
     :math:`r = \\mathrm{KL}(\\pi_T\\|\\hat\\pi)` (from ``"kl"``, else computed against the prior,
     uniform by default). Printed output and errors of ``simulate`` show under the button.
@@ -103,6 +107,7 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
                 labels=result.get("labels"),
                 prior=result.get("prior"),
                 kl=kl,
+                x_title=result.get("x_title", "step t"),
                 title=f"π over training, β = {values['beta']:.3g} "
                 f"(τ = {1 / values['beta']:.3g}), α = {values['alpha']:.2f}",
             )
@@ -113,3 +118,45 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
 
     button.on_click(on_click)
     return figure_box("π over training (ALSO / Mirror-Prox)", controls, readout, widget, extra=(button, log))
+
+
+def also_training_panel(
+    splits: Splits,
+    config: Mapping,
+    *,
+    methods: Sequence[str] = ("ERM (Adam)", "Static Weights", "ALSO"),
+    pi_lr: float = 1e-3,
+    tau: float = 1.0,
+    alpha: float = 1.0,
+    seed: int = 0,
+    device: str = "auto",
+) -> W.Box:
+    r"""Watch one run of the ALSO paper's imbalanced-data experiment train (§6.1,
+    :data:`dro_lab.experiments.papers.also.ALSO_EXPERIMENT`), epoch by epoch.
+
+    :func:`dro_lab.widgets.experiment_training_panel` with a method menu (``methods``, arms of the experiment)
+    and ALSO's three knobs as log / linear sliders: "η_π (π's step)" 10⁻⁵ … 10⁻¹, "τ (KL pull to the prior,
+    β = 1/τ)" 10⁻² … 10² and "α (optimism)" 0 … 2 (the methods without such a knob ignore it). Each **Train**
+    click trains the chosen method on ``splits`` with ``config`` as the experiment's runner does and draws the
+    training loss and the worst-class test accuracy. Headless the panel is inert.
+    """
+    check_number(pi_lr, "pi_lr", low=1e-5, high=1e-1)
+    check_number(tau, "tau", low=1e-2, high=1e2)
+    controls = {
+        "pi_lr": W.FloatLogSlider(value=pi_lr, base=10, min=-5, max=-1, step=0.25, description="η_π (π's step)",
+                                  style=STYLE, layout=WIDE, readout_format=".1e"),
+        "tau": W.FloatLogSlider(value=tau, base=10, min=-2, max=2, step=0.25, description="τ (β = 1/τ)",
+                                style=STYLE, layout=WIDE, readout_format=".2g"),
+        "alpha": optimism_slider(alpha),
+    }  # fmt: skip
+    return experiment_training_panel(
+        ALSO_EXPERIMENT,
+        splits,
+        config,
+        methods=list(methods),
+        controls=controls,
+        metrics=("train_loss", "worst_class_accuracy"),
+        seed=seed,
+        device=device,
+        title="ALSO's experiment (§6.1): one run, epoch by epoch",
+    )

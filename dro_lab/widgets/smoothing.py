@@ -32,9 +32,9 @@ def gils_toy_panel(
     target_radius: float | None = None,
     grid: int = 80,
 ) -> W.Box:
-    r"""The GI-LS shift on a 2-D toy, live (the GI-LS paper's Fig. 5): ``model`` a small classifier with
-    ``penultimate`` and ``classifier`` (e.g. :class:`dro_lab.models.MLP` on 2 inputs), ``x`` (n, 2) points
-    in the plane (≤ a few hundred), ``y`` their labels.
+    r"""The GI-LS shift on a 2-D toy, live (the α flip of Theorem 3.3's gradient θ_f(p − ȳ_α), in the plane):
+    ``model`` a small classifier with ``penultimate`` and ``classifier`` (e.g. :class:`dro_lab.models.MLP` on 2
+    inputs), ``x`` (n, 2) points in the plane (≤ a few hundred), ``y`` their labels.
 
     Sliders "α (label smoothing)" ∈ [0, 0.5], "T (ascent steps)" 0…30 and either "γ (transport penalty)"
     (log 10⁻³ … 10³; ``target_radius=None``) or "r (target transport radius)" (log 10⁻³ … 10; with

@@ -1,11 +1,13 @@
-"""Lesson 01: the foundations panel (β, r and α moving the worst-case weights)."""
+"""Lesson 01: the foundations panel (β, r and α moving the worst-case weights) and the 2-D toy's Run panel."""
 
 from __future__ import annotations
 
 import ipywidgets as W
 
 from .. import viz
-from .panels import panel
+from .._validation import check_int, check_number
+from ..experiments.toys import run_minority_toy
+from .panels import panel, run_panel
 from .sliders import beta_slider, cvar_alpha_slider, radius_slider
 
 
@@ -18,3 +20,31 @@ def weights_panel(losses, *, prior=None, beta: float = 2.0, radius: float = 0.1,
 
     controls = {"beta": beta_slider(beta), "radius": radius_slider(radius), "alpha": cvar_alpha_slider(alpha)}
     return panel(fig, controls, title="Worst-case weights")
+
+
+def toy_panel(*, beta: float = 2.0, radius: float = 0.1, alpha: float = 0.2, seed: int = 0, **toy) -> W.Box:
+    """The 2-D minority toy behind a Run button: β, r and α sliders, then every method trained on one seed and
+    drawn by :func:`dro_lab.viz.toy_boundaries_figure`.
+
+    ``toy`` goes to :func:`dro_lab.experiments.toys.run_minority_toy` (``n_train``, ``epochs``, ``lr``, ``momentum``,
+    ``minority_fraction``, ``noise``, ``device``); no sweep runs here, so a click takes a second or two.
+    """
+    allowed = {"n_train", "epochs", "lr", "momentum", "minority_fraction", "noise", "methods", "resolution", "device"}
+    unknown = sorted(set(toy) - allowed)
+    if unknown:
+        raise TypeError(f"toy_panel got unexpected arguments {unknown}; it passes on only {sorted(allowed)}")
+    beta = check_number(beta, "beta", low=0, low_open=True)
+    radius = check_number(radius, "radius", low=0)
+    alpha = check_number(alpha, "alpha", low=0, high=1, low_open=True)
+    seed = check_int(seed, "seed", low=0)
+
+    def train(beta, radius, alpha):
+        result = run_minority_toy(beta=beta, radius=radius, alpha=alpha, seeds=[seed], **toy)
+        return viz.toy_boundaries_figure(result)
+
+    controls = {
+        "beta": beta_slider(beta, continuous_update=False),  # β of KL, χ² and group KL
+        "radius": radius_slider(max(radius, 1e-3), continuous_update=False),  # r of the KL ball
+        "alpha": cvar_alpha_slider(alpha, continuous_update=False),
+    }
+    return run_panel(train, controls, title="Train every method on the 2-D toy (one seed)")

@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from dro_lab.course import run_course, solutions_path, write_instructor_copy
 from dro_lab.course.exercises import CHECK_TAG
@@ -31,9 +32,17 @@ def _check_verdicts(executed: Path) -> list[tuple[str, str]]:
 
 
 def _run(notebook: Path, out: Path) -> Path:
-    papermill.execute_notebook(
-        str(notebook), str(out), cwd=str(REPO / "notebooks"), progress_bar=False, log_output=False
-    )
+    """papermill, with one retry when the kernel stops answering: once in a full suite run a kernel sat idle
+    while the client waited for a reply that never came (a lost message after a cell with 5 MB of widget output),
+    and without a timeout the suite hung. A cell that raises or a check that says "not yet" is not retried."""
+    for attempt in (1, 2):
+        try:
+            papermill.execute_notebook(str(notebook), str(out), cwd=str(REPO / "notebooks"), progress_bar=False,
+                                       log_output=False, execution_timeout=240)  # fmt: skip
+            return out
+        except (CellTimeoutError, DeadKernelError):
+            if attempt == 2:
+                raise
     return out
 
 

@@ -362,20 +362,25 @@ def test_comparison_figure_traces():
     front = pareto_front(table)
     fig = viz.comparison_figure(table, front=front)
     names = [t.name for t in fig.data]
-    assert names == [e["method"] for e in table] + ["Pareto front", "ERM average", "ERM worst group"]
-    for e, t in zip(table, fig.data):
+    assert sorted(names[: len(table)]) == sorted(e["method"] for e in table)  # the largest marker first
+    assert names[len(table) :] == ["Pareto front", "ERM average", "ERM worst group"]
+    traces = {t.name: t for t in fig.data[: len(table)]}
+    for e in table:
+        t = traces[e["method"]]
         assert t.x[0] == pytest.approx(e["avg_acc"]) and t.y[0] == pytest.approx(e["worst_group_acc"])
-        assert t.error_x.array[0] == pytest.approx(e["avg_acc_sd"])
-        assert t.error_y.array[0] == pytest.approx(e["worst_group_acc_sd"])
+        # ± sd, cut at [0, 1]
+        assert t.error_x.array[0] == pytest.approx(min(e["avg_acc_sd"], 1 - e["avg_acc"]))
+        assert t.error_x.arrayminus[0] == pytest.approx(min(e["avg_acc_sd"], e["avg_acc"]))
+        assert t.error_y.array[0] == pytest.approx(min(e["worst_group_acc_sd"], 1 - e["worst_group_acc"]))
     # marker area grows with the cost (down to the 8 px floor)
-    sizes = {e["method"]: t.marker.size for e, t in zip(table, fig.data)}
+    sizes = {e["method"]: traces[e["method"]].marker.size for e in table}
     costs = {e["method"]: e["seconds_per_epoch"] for e in table}
     for a, b in itertools.permutations(sizes, 2):
         if costs[a] > costs[b]:
             assert sizes[a] >= sizes[b]
     assert max(sizes.values()) == pytest.approx(44.0)
     # same lesson, same colour; different lessons, different colours
-    col = {e["method"]: t.marker.color for e, t in zip(table, fig.data)}
+    col = {e["method"]: traces[e["method"]].marker.color for e in table}
     assert col["ERM"] == col["KL-DRO"] != col["ALSO"] != col["DONE"]
     pf = fig.data[len(table)]
     assert list(pf.x) == sorted(pf.x) and len(pf.x) == len(front)
@@ -425,3 +430,78 @@ def test_comparison_panel_runs_the_selection_with_the_slider_values():
     box.methods.value = ()
     box.button.click()
     assert len(calls) == 1 and "select" in box.readout.value
+
+
+# --------------------------------------------------------------------------- a method of one's own, data as a dict
+
+
+def test_a_method_spec_of_ones_own_runs_beside_the_registry(bench):
+    """OHEM is not in METHODS: a MethodSpec of one's own trains it; at keep = 1 it keeps every example of every
+    batch (the top-k of all b losses is the batch mean), so it trains exactly as ERM does."""
+    from dro_lab.experiments import MethodSpec
+
+    train, test = bench
+    small = (train.subset(torch.arange(0, len(train), 2)), test)
+    ohem = MethodSpec("OHEM", "02_hardness_weighted_sampling", "keep", "top-k of each batch", "OHEMStrategy",
+                      lambda knobs: {"keep": 1.0})  # fmt: skip
+    rows = run_comparison(["ERM", ohem], data=small, seeds=(4,), epochs=5, lr=0.02, device="cpu", progress=False)
+    assert [r["method"] for r in rows] == ["ERM", "OHEM"]
+    assert rows[1]["strategy"] == dro_lab.OHEMStrategy(1.0).name and rows[1]["family"] == "baseline"
+    (hand,) = [r for r in rows if r["method"] == "ERM"]
+    assert hand["avg_acc"] > 0.5  # a trained model
+    assert rows[1]["avg_acc"] == pytest.approx(hand["avg_acc"], abs=1 / len(test))  # the same up to one image
+    assert rows[1]["worst_group_acc"] == pytest.approx(hand["worst_group_acc"], abs=2 / len(test))
+    with pytest.raises(ValueError, match="strategy"):
+        MethodSpec("X", "l", "—", "d", "NoSuchStrategy")
+    with pytest.raises(ValueError, match="family"):
+        MethodSpec("X", "l", "—", "d", "ERM", family="neither")
+    with pytest.raises(ValueError, match="methods"):
+        run_comparison(["ERM", MethodSpec("ERM", "l", "—", "d", "ERM")], progress=False)
+
+
+def test_data_as_a_dict_of_make_benchmark_arguments():
+    options = dict(minority_classes=[3, 8], keep_fraction=0.2, groups="minority")
+    kw = dict(seeds=(1,), epochs=1, hidden=(8,), device="cpu", progress=False)
+    by_dict = run_comparison(["ERM"], data=options, **kw)
+    by_call = run_comparison(["ERM"], data=lambda s: make_benchmark(**options, seed=s), **kw)
+    assert by_dict[0]["avg_acc"] == by_call[0]["avg_acc"]
+    assert by_dict[0]["worst_group_acc"] == by_call[0]["worst_group_acc"]
+    with pytest.raises(ValueError, match="seed"):
+        run_comparison(["ERM"], data={"seed": 3}, progress=False)
+    with pytest.raises(ValueError, match="keep_fraction"):
+        run_comparison(["ERM"], data={"keep_fraction": 2.0}, progress=False)
+
+
+def test_every_method_has_a_family():
+    from dro_lab.experiments.comparison import FAMILIES
+
+    assert {spec.family for spec in METHODS.values()} == set(FAMILIES)
+    told = [m for m, spec in METHODS.items() if spec.family == "groups"]
+    assert told == ["Static weights", "Upsampling", "Online group DRO", "ALSO"]
+    assert [m for m, spec in METHODS.items() if spec.family == "baseline"] == ["ERM", "AT", "LS"]
+
+
+def test_the_panel_builds_its_own_run_function(bench):
+    """Run with ``options``: the selected methods with one seed and the sliders' knobs, the same numbers as
+    run_comparison called directly."""
+    from dro_lab import widgets
+
+    train, test = bench
+    small = (train.subset(torch.arange(0, len(train), 3)), test)
+    options = dict(data=small, hidden=(8,), batch_size=32, device="cpu", threads=1, beta=3.0, cvar_alpha=0.5)
+    box = widgets.comparison_panel(options=options, seed=2, epochs=1, selected=["ERM", "CVaR"])
+    assert box.sliders["beta"].value == pytest.approx(3.0) and box.sliders["cvar_alpha"].value == pytest.approx(0.5)
+    box.sliders["cvar_alpha"].value = 0.3
+    box.button.click()
+    drawn = {t.name: (t.x[0], t.y[0]) for t in box.figure.data if t.mode == "markers"}
+    direct = summarise(
+        run_comparison(["ERM", "CVaR"], seeds=[2], epochs=1, progress=False, **{**options, "cvar_alpha": 0.3})
+    )
+    assert drawn == {e["method"]: (e["avg_acc"], e["worst_group_acc"]) for e in direct}
+    assert "best worst-group" in box.readout.value
+    with pytest.raises(ValueError, match="options"):
+        widgets.comparison_panel(options={"seeds": [1, 2]})
+    with pytest.raises(ValueError, match="run_fn or options"):
+        widgets.comparison_panel(lambda **k: [], options={})
+    with pytest.raises(TypeError, match="options"):
+        widgets.comparison_panel(options=[1])

@@ -159,7 +159,7 @@ def test_the_reference_is_drawn_beside_a_live_run():
         "Reference run: fashion-mnist, 5 seeds, full preset",
         "Your run: fashion-mnist, 1 seed, smoke preset",
     ]
-    lines = [t for t in fig.data if t.mode == "lines"]
+    lines = [t for t in fig.data if t.mode == "lines" and t.fill != "toself"]
     assert len(lines) == 2 * len(reference.methods)
     left = {t.name: t for t in lines if t.xaxis == "x"}
     right = {t.name: t for t in lines if t.xaxis == "x2"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -99,3 +100,42 @@ def test_combine_and_mean_sd_text():
 def test_bad_inputs_are_refused(call, error):
     with pytest.raises(error):
         call()
+
+
+# --------------------------------------------------------------------------- never "± inf" (issue 19)
+# A verdict from one seed has the interval (-inf, inf): an older lesson printed it as "mean ± inf". The text says
+# "no interval" instead, whatever the scale and the units; a spread over seeds never shows inf or nan either.
+_NOT_A_NUMBER = re.compile(r"\binf\b|\bnan\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0, -100.0, 0.0])
+@pytest.mark.parametrize("unit", ["", " points"])
+def test_one_seed_says_no_interval_never_inf(scale, unit):
+    v = judge([0.031])
+    assert v.interval == (-math.inf, math.inf) and not v.has_interval
+    text = v.text(1, scale=scale, unit=unit)
+    assert "(1 seed: no interval)" in text and not _NOT_A_NUMBER.search(text), text
+    assert text.startswith("not resolved: ")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_text_shows_inf_or_nan(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    d = rng.normal(0, 0.05, size=n)
+    v = judge(d)
+    assert v.has_interval == (n > 1)
+    for scale in (1.0, 100.0, -1.0):
+        assert not _NOT_A_NUMBER.search(v.text(2, scale=scale))
+        assert not _NOT_A_NUMBER.search(mean_sd_text(d, 2, scale=scale))
+    # a hand-built verdict whose upper bound alone is infinite (e.g. read back from a file) is not shown either
+    odd = v._replace(interval=(0.0, math.inf), n=max(n, 2))
+    assert "no interval" in odd.text() and not _NOT_A_NUMBER.search(odd.text())
+
+
+def test_mean_sd_text_of_one_seed_and_of_a_diverged_run():
+    assert mean_sd_text([0.812]) == "0.812"  # one seed: the mean alone, no spread
+    assert mean_sd_text([1.0, math.inf]) == "inf"  # a diverged run: no "± nan"
+    assert mean_sd_text([-math.inf, 2.0], 1) == "-inf"
+    assert mean_sd_text([math.inf, -math.inf]) == "–"
+    assert "±" not in mean_sd_text([math.inf, math.inf])

@@ -109,3 +109,77 @@ def test_attack_toy_panel_eps_zero_is_clean_and_larger_eps_moves_points():
     assert robust < clean
     assert box.readout.value == f"robust accuracy at ε = 0.50: {robust:.3f} (clean {clean:.3f})"
     assert "ε = 0.5" in [t.name for t in box.figure.data][-1]
+
+
+def _result(finals: dict, *, preset="full", dataset="fashion-mnist"):
+    """An ExperimentResult whose runs hold ``finals[method][seed] = {metric: value}``."""
+    from dro_lab.experiments.result import ExperimentResult
+
+    methods = list(finals)
+    seeds = sorted(next(iter(finals.values())))
+    runs = [{"method": m, "seed": s, "final": finals[m][s], "curves": {}} for m in methods for s in seeds]
+    return ExperimentResult("done", "t", "p", dataset, preset, seeds, {}, methods, runs=runs)
+
+
+def test_experiment_per_class_figure_bars_are_the_seed_means_in_percent_and_whiskers_stay_in_range():
+    rng = np.random.default_rng(3)
+    values = {m: rng.random((3, 4)) for m in ("AT", "DONE")}
+    values["AT"][:, 2] = [0.0, 0.0, 0.06]  # a class near 0: its whisker must not go below 0
+    finals = {m: {s: {f"class_{c}_robust_accuracy": values[m][s, c] for c in range(4)} for s in range(3)}
+              for m in values}  # fmt: skip
+    fig = viz.experiment_per_class_figure(_result(finals))
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [b.name for b in bars] == ["AT", "DONE"]
+    for b in bars:
+        mean = values[b.name].mean(0) * 100
+        np.testing.assert_allclose(b.y, mean)
+        std = values[b.name].std(0, ddof=1) * 100
+        np.testing.assert_allclose(b.error_y.array, np.minimum(std, 100 - mean))
+        np.testing.assert_allclose(b.error_y.arrayminus, np.minimum(std, mean))
+        assert np.all(mean - np.asarray(b.error_y.arrayminus) >= -1e-12)
+    assert list(bars[0].marker.line.width)[2] == 3  # AT's weakest class is outlined
+    assert list(bars[0].x) == ["0", "1", "2", "3"]  # four classes: not Fashion-MNIST's ten names
+    ten = {m: {s: {f"class_{c}_robust_accuracy": 0.5 for c in range(10)} for s in range(2)} for m in ("AT",)}
+    assert list(viz.experiment_per_class_figure(_result(ten)).data[0].x)[:2] == ["T-shirt/top", "Trouser"]
+    with pytest.raises(ValueError, match="per-class"):
+        viz.experiment_per_class_figure(_result({"AT": {0: {"robust_accuracy": 0.5}}}))
+    with pytest.raises(TypeError):
+        viz.experiment_per_class_figure({"AT": values["AT"]})
+
+
+def test_final_metric_beside_figure_shows_means_and_every_paired_seed_in_both_panels():
+    ref_vals = {"AT": [0.5, 0.52, 0.48], "DONE": [0.47, 0.5, 0.46]}
+    live_vals = {"AT": [0.1, 0.2], "DONE": [0.3, 0.25]}
+    ref = _result({m: {s: {"robust_accuracy": v} for s, v in enumerate(vs)} for m, vs in ref_vals.items()})
+    live = _result({m: {s: {"robust_accuracy": v} for s, v in enumerate(vs)} for m, vs in live_vals.items()},
+                   preset="smoke", dataset="digits")  # fmt: skip
+    fig = viz.final_metric_beside_figure(ref, live, "robust_accuracy")
+    bars = [t for t in fig.data if t.type == "bar"]
+    np.testing.assert_allclose(bars[0].y, [np.mean(ref_vals[m]) * 100 for m in ("AT", "DONE")])
+    np.testing.assert_allclose(bars[1].y, [np.mean(live_vals[m]) * 100 for m in ("AT", "DONE")])
+    assert bars[0].xaxis == "x" and bars[1].xaxis == "x2"
+    seeds = [t for t in fig.data if t.type == "scatter"]
+    assert len(seeds) == 3 + 2
+    np.testing.assert_allclose(seeds[1].y, [ref_vals["AT"][1] * 100, ref_vals["DONE"][1] * 100])
+    assert list(bars[0].marker.color) == list(bars[1].marker.color) and len(set(bars[0].marker.color)) == 2
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[0].startswith("Reference run: fashion-mnist, 3 seeds, full") and "digits, 2 seeds, smoke" in titles[1]
+    with pytest.raises(ValueError, match="unknown"):
+        viz.final_metric_beside_figure(ref, live, "robust_accuracy", methods=["MAIL"])
+    with pytest.raises(TypeError):
+        viz.final_metric_beside_figure(ref, "live", "robust_accuracy")
+
+
+def test_final_metric_beside_figure_keeps_an_all_zero_accuracy_axis_at_zero_and_the_title_off_the_panels():
+    ref = _result({m: {s: {"tail": v} for s, v in enumerate([0.1, 0.3])} for m in ("AT", "DONE")})
+    live = _result({m: {s: {"tail": 0.0} for s in range(2)} for m in ("AT", "DONE")}, preset="smoke")
+    fig = viz.final_metric_beside_figure(ref, live, "tail")
+    assert tuple(fig.layout.yaxis.range) == pytest.approx((0.0, 1.1 * 30 + 1))
+    assert tuple(fig.layout.yaxis2.range) == (0.0, 1.0)  # not centred on 0, never below it
+    assert fig.layout.margin.t >= 90 and fig.layout.title.y > 0.9
+
+
+def test_attack_gap_figure_writes_the_gap_inside_the_bar_not_on_its_whisker():
+    fig = viz.attack_gap_figure({"AT": [0.5, 0.52], "DONE": [0.48, 0.5]}, {"AT": [0.45, 0.46], "DONE": [0.4, 0.41]})
+    aa = [t for t in fig.data if t.name == "AutoAttack (ours)"][0]
+    assert aa.textposition == "inside" and list(aa.text) == ["gap 0.055", "gap 0.085"]

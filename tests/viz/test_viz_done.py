@@ -70,3 +70,19 @@ def test_done_r_panel_slider_moves_weights_and_ess_against_numpy_softmax():
         np.testing.assert_allclose(box.figure.data[-1].y, [np.mean(w[labels == c] * 32) for c in range(4)])
         np.testing.assert_allclose(box.figure.data[0].y, np.log10(w[labels == 0] * 32))
     assert not np.allclose(before, box.figure.data[-1].y)
+
+
+def test_done_weight_figure_labels_of_nearby_classes_take_different_sides_and_the_title_clears_the_panels():
+    labels = np.repeat(np.arange(4), 5)
+    w = np.empty(20)
+    acc = [0.90, 0.905, 0.2, 0.901]  # classes 0, 1 and 3 sit on one spot: their labels must not share a side
+    for c in range(4):  # the same class mean for 0, 1 and 3
+        w[labels == c] = 0.05 if c != 2 else 0.1
+    fig = viz.done_weight_figure(w / w.sum(), labels, class_accuracy=acc)
+    scat = fig.data[-1]
+    pos = list(scat.textposition)
+    for i in range(4):  # brute force: every pair of points close in both coordinates has distinct label sides
+        for j in range(i):
+            if abs(acc[i] - acc[j]) < 0.05 and abs(scat.y[i] - scat.y[j]) < 0.01:
+                assert pos[i] != pos[j], pos
+    assert fig.layout.margin.t >= 90 and fig.layout.title.y > 0.9

@@ -38,18 +38,58 @@ def test_bilinear_figure_marks_saddle_and_start_and_animates_at_most_60_frames()
     np.testing.assert_allclose(fig.frames[0].data[1].x, [1.0])  # α = 0 iterate at t = 0
     assert [b.label for b in fig.layout.updatemenus[0].buttons][0].endswith("play")
     assert len(fig.layout.sliders[0].steps) == len(fig.frames)
-    assert fig.layout.xaxis.range[1] == pytest.approx(1.5 * np.abs(paths[1.0]).max())
+    _assert_every_drawn_point_in_view(fig)
 
 
-def test_bilinear_figure_keeps_the_view_on_the_converging_path():
-    paths = _bilinear_paths(lr=0.3)  # α = 0 reaches ‖z‖ ~ 6e5
-    fig = viz.bilinear_figure({"gda": paths[0.0], "optimistic": paths[1.0]})
+def _assert_every_drawn_point_in_view(fig):
+    """Every point of every trace, and of every animation frame, lies inside the square view."""
+    (x_low, x_high), (y_low, y_high) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert (x_low, x_high) == (y_low, y_high) == (-x_high, x_high)
+    traces = list(fig.data) + [t for frame in fig.frames for t in frame.data]
+    for trace in traces:
+        x, y = np.asarray(trace.x, dtype=float), np.asarray(trace.y, dtype=float)
+        assert np.isfinite(x).all() and np.isfinite(y).all()
+        assert (np.abs(x) <= x_high).all() and (np.abs(y) <= y_high).all(), trace.name
+
+
+def test_bilinear_figure_shows_the_whole_outward_spiral():
+    """The lesson's figure: 300 steps of γ = 0.1 take descent–ascent to ‖z‖ ≈ 6.3; all of it is drawn, in view."""
+    paths = _bilinear_paths()
+    fig = viz.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
+    assert len(fig.data[0].x) == len(paths[0.0])  # the whole path is drawn
+    assert fig.layout.xaxis.range[1] >= np.abs(paths[0.0]).max()
+    assert fig.layout.xaxis.range[1] <= 1.1 * np.abs(paths[0.0]).max()  # and the view is no wider than it needs
+    _assert_every_drawn_point_in_view(fig)
+    assert "drawn to step" not in fig.data[0].name
+
+
+@pytest.mark.parametrize("lr", [0.05, 0.1, 0.3, 0.5])
+def test_bilinear_figure_view_contains_every_drawn_point(lr):
+    paths = _bilinear_paths(lr=lr)  # at γ = 0.3 descent–ascent reaches ‖z‖ ~ 6e5
+    fig = viz.bilinear_figure({"gda": paths[0.0], "optimistic": paths[1.0]}, animate=True)
+    _assert_every_drawn_point_in_view(fig)
     half = fig.layout.xaxis.range[1]
-    assert half == pytest.approx(1.5 * np.abs(paths[1.0]).max())
-    assert np.abs(np.asarray(fig.data[0].x)).max() > half  # the diverging path leaves the frame
-    assert np.isfinite(np.asarray(fig.data[0].x, dtype=float)).all() and not fig.frames
+    assert half >= 1.5 * np.abs(paths[1.0]).max() - 1e-12  # the converging path has room
+    assert half <= 1.05 * 10 * 1.5 * np.abs(paths[1.0]).max() + 1e-9  # an exploding path is cut, not followed
+    drawn = len(fig.data[0].x)
+    if drawn < len(paths[0.0]):
+        assert f"drawn to step {drawn - 1}" in fig.data[0].name
+        np.testing.assert_allclose(fig.data[0].x, paths[0.0][:drawn, 0])
     with pytest.raises(ValueError, match=r"\(T, 2\)"):
         viz.bilinear_figure({"bad": np.zeros((5, 3))})
+
+
+def test_saddle_distance_figure_draws_each_run_on_a_log_axis_in_its_own_colour():
+    distances = {f"α = {a}": np.geomspace(2.0, 1e-6 * (k + 1), 50) for k, a in enumerate((0, 0.5, 1))}
+    fig = viz.saddle_distance_figure(distances, title="t")
+    assert fig.layout.yaxis.type == "log" and fig.layout.title.text == "t"
+    assert [t.name for t in fig.data] == list(distances)
+    for trace, d in zip(fig.data, distances.values()):
+        np.testing.assert_allclose(trace.y, d)
+        np.testing.assert_array_equal(trace.x, np.arange(1, 51))
+    assert len({t.line.color for t in fig.data}) == 3 and len({t.line.dash for t in fig.data}) == 3
+    with pytest.raises(ValueError, match="distances"):
+        viz.saddle_distance_figure({"a": [1.0, -1.0]})
 
 
 def test_pi_star_figure_runs_from_the_prior_to_the_worst_group_against_the_closed_form():
@@ -174,3 +214,31 @@ def test_pi_run_panel_computes_the_final_radius_when_simulate_gives_no_kl():
     assert box.readout.value == f"final r = KL(π_T‖π̂) = {r:.4f}"
     levels = [t for t in box.figure.data if t.name.startswith("prior")]
     np.testing.assert_allclose([t.y[0] for t in levels], prior)
+
+
+def test_also_training_panel_trains_the_chosen_method_with_the_sliders_values():
+    widgets = pytest.importorskip("dro_lab.widgets")
+    from dro_lab.experiments import train_arm
+    from dro_lab.experiments.papers.also import ALSO_EXPERIMENT
+
+    config = ALSO_EXPERIMENT.config("digits", "smoke", {"epochs": 3})
+    splits = ALSO_EXPERIMENT.data("digits", 0, config)
+    box = widgets.also_training_panel(splits, config, pi_lr=1e-2, tau=0.1, alpha=0.0, device="cpu")
+    menu = box.controls["method"]
+    assert list(menu.options) == ["ERM (Adam)", "Static Weights", "ALSO"]
+    assert [box.controls[k].description for k in ("pi_lr", "tau", "alpha")] == [
+        "η_π (π's step)",
+        "τ (β = 1/τ)",
+        "α (optimism)",
+    ]
+    menu.value = "ALSO"
+    box.button.click()
+    _, curves, _ = train_arm(ALSO_EXPERIMENT, "ALSO", splits, config, device="cpu", pi_lr=1e-2, tau=0.1, alpha=0.0)
+    loss, worst = box.figure.data
+    assert list(worst.x) == [1, 2, 3]
+    np.testing.assert_allclose(worst.y, curves["worst_class_accuracy"])
+    menu.value = "Static Weights"  # a method without η_π, τ or α ignores those sliders
+    box.button.click()
+    _, curves, _ = train_arm(ALSO_EXPERIMENT, "Static Weights", splits, config, device="cpu")
+    np.testing.assert_allclose(box.figure.data[1].y, curves["worst_class_accuracy"])
+    assert "stopped" not in box.status.value

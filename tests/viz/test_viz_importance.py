@@ -93,3 +93,57 @@ def test_is_variance_panel_redraws_and_labels_its_sliders(monkeypatch):
     assert calls[-1] == (0.9, 1.0, 5)
     e_w.value = 0.0
     assert calls[-1] == (0.9, 0.0, 5)
+
+
+# ------------------------------------------------------------------ the experiment's figures (the shipped run)
+def _reference():
+    from dro_lab.experiments import load_reference
+
+    return load_reference("importance").result()
+
+
+def test_is_cost_ratio_figure_draws_the_per_seed_geometric_means_and_table_1():
+    ref = _reference()
+    fig = viz.is_cost_ratio_figure(ref, ref, methods=["SGD u", "SGD p^GN", "SGD u+eval"])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 2 and list(bars[0].x) == ["SGD u", "SGD p^GN", "SGD u+eval"]
+    seconds = {(r["method"], r["seed"]): r["final"]["seconds_per_epoch"] for r in ref.runs}
+    ratio = np.exp(np.mean([np.log(seconds[("SGD p^GN", s)] / seconds[("SGD u", s)]) for s in ref.seeds]))
+    assert bars[0].y[1] == pytest.approx(ratio) and bars[0].y[0] == pytest.approx(1.0)
+    paper = next(t for t in fig.data if t.type == "scatter" and t.mode == "markers")
+    assert list(paper.x) == ["SGD u", "SGD p^GN"] and list(paper.y) == pytest.approx([1.0, 53.0 / 26.5])
+    assert fig.layout.shapes[0].y0 == 2.0 and fig.layout.yaxis.type != "log"  # the 2× line sits at 2
+
+
+def test_log_curves_figure_draws_geometric_means_with_positive_bands():
+    from scipy.stats import gmean
+
+    ref = _reference()
+    fig = viz.log_curves_figure({"Reference run": ref, "Again": ref}, "train_loss", methods=["SGD u", "SGD p^GN"])
+    lines = [t for t in fig.data if t.fill != "toself"]
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert len(lines) == 4 and len(bands) == 4
+    np.testing.assert_allclose(lines[0].y, gmean(ref.curve("train_loss", "SGD u"), axis=0), rtol=1e-10)
+    assert all(np.all(np.asarray(b.y) > 0) for b in bands)  # a log axis can draw every band
+    assert lines[0].line.color == lines[2].line.color != lines[1].line.color  # one colour per method, both panels
+    assert [lines[0].showlegend, lines[2].showlegend] == [True, False]
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
+    with pytest.raises(ValueError, match="methods"):
+        viz.log_curves_figure({"r": ref}, "train_loss", methods=["SGD v"])
+
+
+def test_loss_against_time_figure_puts_each_epoch_at_its_cumulative_seconds():
+    ref = _reference()
+    fig = viz.loss_against_time_figure(ref, "test_loss", methods=["SGD u", "SGD p^GN"])
+    trace = fig.data[1]
+    np.testing.assert_allclose(trace.x, np.cumsum(ref.curve("seconds", "SGD p^GN").mean(0)))
+    np.testing.assert_allclose(trace.y, ref.curve("test_loss", "SGD p^GN").mean(0))
+    assert fig.data[0].line.color != fig.data[1].line.color
+
+
+def test_forgotten_weights_figure_has_a_path_per_run_and_the_optimum():
+    paths = {"u": np.array([[0.0, 0.0, 0.0], [1.0, 0.5, 0.1]]), "e = 0": np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.2]])}
+    fig = viz.forgotten_weights_figure(paths, [1.1, 0.4, 0.0])
+    assert [t.name for t in fig.data][:2] == ["u", "e = 0"] and list(fig.data[1].x) == [0.0, 2.0]
+    star = fig.data[-1]
+    assert (star.x[0], star.y[0]) == (1.1, 0.4) and star.marker.symbol == "star"

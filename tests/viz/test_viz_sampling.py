@@ -98,3 +98,18 @@ def test_hws_panel_redraws_on_beta_and_divergence(monkeypatch):
     div_w.value = "chi2"
     assert calls[-1] == (0.5, "chi2", 2, 16)
     assert "2β" in box.children[0].children[-1].value
+
+
+def test_minority_mass_figure_draws_the_softmax_mass_of_the_class():
+    from scipy.special import softmax  # an independent softmax
+
+    betas = np.array([0.01, 0.1, 1.0, 10.0])
+    fig = viz.minority_mass_figure(LOSSES, LABELS, minority=2, betas=betas, batch_size=10)
+    by_name = {t.name: t for t in fig.data}
+    want = [softmax(b * LOSSES.numpy().astype(float))[LABELS.numpy() == 2].sum() for b in betas]
+    np.testing.assert_allclose(by_name["KL at β"].y, want, rtol=1e-9)
+    np.testing.assert_allclose(by_name["uniform share n_c/n = 0.2000 (ERM)"].y, [0.2, 0.2])
+    np.testing.assert_allclose(by_name["ESS (KL)"].y[0], 1 / np.sum(softmax(0.01 * LOSSES.numpy()) ** 2), rtol=1e-6)
+    assert "draws per batch" in fig.layout.title.text
+    chi2 = by_name["χ² at 2β"].y
+    assert np.all((np.asarray(chi2) >= 0) & (np.asarray(chi2) <= 1))

@@ -61,6 +61,30 @@ def test_regularizer_figure_marks_the_zero_at_one_minus_alpha():
     np.testing.assert_allclose(viz.ls_regularizer_values([0.7], 0.1, theta_f=w), [np.sum((d @ w) ** 2)])
 
 
+def test_generated_images_rows_say_what_they_show():
+    """Each row's title names what its heatmaps hold: x, then x_T (gain 1) or x + g·(x_T − x), then the (amplified)
+    shift — checked on the figure's annotations against the data drawn in that row."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(3, 1, 5, 5, generator=gen)
+    x_t = (x + 0.004 * torch.randn(3, 1, 5, 5, generator=gen)).clamp(0, 1)
+    d = (x_t - x)[:, 0].numpy()
+    for gain, middle, bottom in ((1.0, "generated x_T", "shift x_T − x"), (25.0, "x + 25·(x_T − x)", "25·(x_T − x)")):
+        fig = viz.generated_images_figure(x, x_t, n=3, gain=gain)
+        titles = [a.text for a in fig.layout.annotations]
+        assert titles == ["original x", middle, bottom]
+        np.testing.assert_allclose(np.array(fig.data[3].z), x[0, 0].numpy() + gain * d[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.array(fig.data[6].z), gain * d[0], rtol=1e-5, atol=1e-7)
+        assert bottom.replace("shift ", "") == fig.layout.coloraxis2.colorbar.title.text
+    auto = viz.generated_images_figure(x, x_t, n=3, gain="auto")
+    g = float(re.match(r"x \+ (\d+)·", auto.layout.annotations[1].text).group(1))
+    assert g > 1 and 0.2 <= g * np.abs(d).max() <= 0.6  # amplified to about 0.4, the factor named in the title
+    assert all("generated x_T" not in a.text for a in auto.layout.annotations)
+    with pytest.raises(ValueError):
+        viz.generated_images_figure(x, x_t, gain=0.0)
+    with pytest.raises(TypeError):
+        viz.generated_images_figure(x, x_t, gain="big")
+
+
 def test_generated_images_and_cost_and_bo_figures():
     gen = torch.Generator().manual_seed(0)
     x = torch.rand(8, 1, 6, 6, generator=gen)

@@ -64,3 +64,16 @@ def test_weights_panel_and_run_panel_build():
     button = panel.children[0].children[-1]
     button.click()
     assert ran == [3.0]
+
+
+def test_duality_curves_figure_points_solve_the_ball_and_stop_before_the_point_mass():
+    ell = LOSSES.double().numpy()
+    n = len(ell)
+    fig = viz.duality_curves_figure(ell, radius=0.2, n_points=12)
+    kl, chi2, marker = fig.data
+    assert max(kl.x) == pytest.approx(0.98 * np.log(n)) and max(chi2.x) == pytest.approx(0.98 * (n - 1))
+    for r, b in zip(kl.x, kl.y):  # KL(softmax(β ℓ) ‖ uniform) = r, in numpy
+        q = np.exp(b * (ell - ell.max()))
+        q /= q.sum()
+        assert np.sum(q * np.log(q * n)) == pytest.approx(r, rel=1e-6)
+    assert marker.x[0] == 0.2 and "β" in marker.name

@@ -1,0 +1,60 @@
+"""Solutions to the exercises of lesson 05 (the instructor copy is the lesson with these filled in).
+
+Each ``# %% exercise N`` section replaces the stub of the code cell "# Exercise N" and runs in the lesson's
+namespace (``ell``, ``x``, ``y``, ``eps``, ``at_model``, ``ell_tr``, ``log_u`` … come from the lesson's cells); a
+``[markdown]`` section is the written answer placed after the exercise's text.
+"""
+
+# ruff: noqa: F821 - the solutions run inside the lesson, whose cells define ell, x, y, eps, at_model, ell_tr, log_u, …
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+# %% exercise 1
+ell8 = ell[:8]
+shifted = torch.exp((ell8 - ell8.max()) / 0.5)  # the factor exp(−max ℓ / r) cancels in the ratio: nothing overflows
+weights = shifted / shifted.sum()
+print(f"the largest weight is example {int(weights.argmax())}: {float(weights.max()) * 8:.1f} times the uniform 1/8")
+
+# %% exercise 2
+x8, y8 = x[:8], y[:8]
+x8_ = x8.clone().requires_grad_(True)
+(g,) = torch.autograd.grad(F.cross_entropy(at_model(x8_), y8, reduction="none").sum(), x8_)
+x_step = torch.minimum(torch.maximum(x8 + eps / 4 * g.sign(), x8 - eps), x8 + eps).clamp(0.0, 1.0).detach()
+
+# %% exercise 3
+batch = ell_tr[:64]
+u_prev = math.exp(float(log_u))
+u_next = (1 - 0.5) * u_prev + 0.5 * float(torch.exp(batch / 0.5).mean())  # Algorithm 1, line 11
+omega = torch.exp(batch / 0.5) / (len(batch) * u_next)  # eq. (10): ω_i = g_i / (|B| u_{t+1})
+print(f"the weights sum to {float(omega.sum()):.4f} = mean(g) / u_next; divided by it they are softmax(ℓ/r) again")
+# (At small r and large losses exp(ℓ/r) overflows float32; the library works in log space. Here ℓ/r stays below 40.)
+
+# %% exercise 4 [markdown]
+# $w_i/w_j=e^{(\ell_i-\ell_j)/r}$: at r = 0.1 a loss larger by 1 weighs $e^{10}\approx2.2\cdot10^4$ times more. The
+# ESS column of section 2.2 falls to a tiny fraction of the batch at r = 0.1 on our model: one SGD step is then
+# driven by a handful of examples — often ambiguous or mislabelled ones — so the step is noisy and training can
+# degrade or collapse. r is in **loss units**: the spread of adversarial cross-entropy losses depends on the data,
+# the model, the attack and the number of classes, so the paper's schedule (tuned for ResNet-18 on CIFAR-10) need
+# not suit a small CNN on Fashion-MNIST; the experiment therefore tunes r on a validation split. A loss summed over
+# 10 outputs instead of averaged is 10 times larger: the same weights need an r 10 times larger
+# ($\mathrm{softmax}(10\ell/r)=\mathrm{softmax}(\ell/(r/10))$).
+
+# %% exercise 5 [markdown]
+# $\nabla V\approx\frac1M\sum_i\big(1+\frac{\ell_i-\bar\ell}{r}\big)\nabla\ell_i$ — the first-order expansion of
+# $w_i^\star=\mathrm{softmax}(\ell/r)_i\approx\frac1M\big(1+(\ell_i-\bar\ell)/r\big)$. At r = 10 with losses spread over
+# about 1, the weights deviate from uniform by about ±10 %: DONE is AT plus a mild variance penalty for the first 40
+# epochs, and only the late decrease of r (after the learning rate has peaked) makes it focus on the hard examples.
+# That is the paper's reason for the schedule (App. B.1: "less informative" weights early).
+
+# %% exercise 6 [markdown]
+# A worst-case reweighting helps when the hard examples are hard *because they are under-represented* (a rare class
+# the model can still learn) — then moving weight to them buys robustness where it is missing at a small cost on the
+# easy classes. On balanced data every class is seen equally often and the largest adversarial losses belong to
+# intrinsically ambiguous images; putting weight there mostly trades average robustness for little gain. In the
+# reference run's per-class figure the weakest Fashion-MNIST classes, the minority pullover and coat, stay below 15 %
+# for every method. Their adversarial losses are high for almost every image of them, so the weights spread over all
+# those images rather than singling out a few, and a small CNN at ε = 0.1 may lack the capacity to make them robust:
+# DONE lowered every majority class and lifted those two little or not at all.
