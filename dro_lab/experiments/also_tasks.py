@@ -112,7 +112,8 @@ def _run(result: ExperimentResult, seed: int, method: str, final: Mapping, curve
     )
 
 
-def _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha) -> list[int]:
+def _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha) -> tuple[list[int], dict]:
+    """The seeds, and the settings every task shares as they go into its configuration (after checking them)."""
     check_choice(preset, "preset", ("smoke", "full", "gpu"))
     check_int(epochs, "epochs")
     check_int(batch_size, "batch_size")
@@ -121,7 +122,10 @@ def _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, ta
     check_number(pi_lr, "pi_lr", low=0)
     check_number(tau, "tau", low=0, low_open=True)
     check_number(alpha, "alpha", low=0)
-    return parse_seeds(seeds)
+    common = dict(
+        epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, pi_lr=pi_lr, tau=tau, alpha=alpha
+    )
+    return parse_seeds(seeds), common
 
 
 def run_also_tabular(
@@ -156,7 +160,7 @@ def run_also_tabular(
     from sklearn.metrics import roc_auc_score  # the oracle for ROC-AUC; only this experiment needs it
 
     check_choice(dataset, "dataset", TABULAR_SETS)
-    seeds = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
+    seeds, common = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
     device = resolve_device(device)
     adamw = {"optimizer": "adamw"}
     methods: dict[str, Callable[[], tuple]] = {
@@ -171,18 +175,7 @@ def run_also_tabular(
         "RECOVER": lambda: (RecoverStrategy(t=recover_t, clip=10.0, warmup_steps=recover_warmup), adamw),
         "DRAGO": lambda: (GroupDROStrategy("drago", grouping="sample", pi_lr=pi_lr, tau=tau), {"lr": drago_lr}),
     }
-    config = dict(
-        dataset=dataset,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        weight_decay=weight_decay,
-        pi_lr=pi_lr,
-        tau=tau,
-        alpha=alpha,
-        loss_scale=loss_scale,
-        drago_lr=drago_lr,
-    )
+    config = dict(dataset=dataset, **common, loss_scale=loss_scale, drago_lr=drago_lr)
     paper = f"{_PAPER}, §6.2, Table 1: 'ALSO demonstrates the best performance on the most datasets' (14 sets)"
     claims = _claims("roc_auc", [m for m in methods if m != "ALSO"], paper, what="ROC-AUC", scale=1.0)
     result = _result(
@@ -253,7 +246,7 @@ def run_also_transforms(
     prior first) and its radius ``pi_kl``. The claims: ALSO's Q above each baseline's (Fig. 2), and — beyond the
     paper, the criterion a group-DRO method optimises — its worst-transformation accuracy above AdamW's.
     """
-    seeds = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
+    seeds, common = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
     device = resolve_device(device)
     _, names = robust_training_transforms()
     methods: dict[str, Callable[[], object]] = {
@@ -262,18 +255,7 @@ def run_also_transforms(
         "RECOVER": lambda: RecoverStrategy(t=recover_t, clip=10.0, warmup_steps=0),
         "FastDRO (CVaR)": lambda: FastDROStrategy("cvar", size=fastdro_size),
     }
-    config = dict(
-        dataset="digits",
-        epochs=epochs,
-        pretrain_epochs=1,
-        batch_size=batch_size,
-        lr=lr,
-        weight_decay=weight_decay,
-        pi_lr=pi_lr,
-        tau=tau,
-        alpha=alpha,
-        transforms=names,
-    )
+    config = dict(dataset="digits", **common, pretrain_epochs=1, transforms=names)
     paper = f"{_PAPER}, §6.3, Fig. 2: 'ALSO outperforms both AdamW and DRO baselines' (Q, the mean over attacks)"
     beyond = "beyond the paper: the worst transformation, the criterion a group-DRO method optimises"
     claims = _claims("mean_attack_accuracy", [m for m in methods if m != "ALSO"], paper, what="Q")
@@ -366,7 +348,7 @@ def run_also_workers(
     ``result.data[seed]["worker_sizes"]`` gives the workers' sizes: group size enters ALSO's objective (a worker
     with more data has a larger :math:`L_j`).
     """
-    seeds = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
+    seeds, common = _check_common(seeds, preset, epochs, batch_size, lr, weight_decay, pi_lr, tau, alpha)
     n_workers = check_int(n_workers, "n_workers", low=2)
     check_number(dirichlet, "dirichlet", low=0, low_open=True)
     device = resolve_device(device)
@@ -379,18 +361,7 @@ def run_also_workers(
             "adam",
         ),
     }
-    config = dict(
-        dataset="digits",
-        epochs=epochs,
-        n_workers=n_workers,
-        dirichlet=dirichlet,
-        batch_size=batch_size,
-        lr=lr,
-        weight_decay=weight_decay,
-        pi_lr=pi_lr,
-        tau=tau,
-        alpha=alpha,
-    )
+    config = dict(dataset="digits", **common, n_workers=n_workers, dirichlet=dirichlet)
     paper = f"{_PAPER}, §6.4, Fig. 3: ALSO 'demonstrates superiority over all baselines' with Perm-K compression"
     claims = [
         Claim("ALSO beats AdamW + Perm-K on test accuracy", "accuracy", "ALSO", "AdamW + Perm-K", paper=paper),
