@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -27,6 +28,18 @@ def write_text_atomic(path: Path, text: str) -> None:
 def sha256(path: Path) -> str:
     """The SHA-256 of a file's bytes, in hex (the key by which a lesson's earlier run is reused)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def library_sha256() -> str:
+    """The SHA-256 of the library's source: every ``.py`` file of the installed ``dro_lab`` package with its path,
+    in path order. Part of a lesson run's resume key, so that a change to ``dro_lab/`` re-runs the lessons (computed
+    once a process: a run does not edit the library under itself)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def jsonable(value: Any) -> Any:

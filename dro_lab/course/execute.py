@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ._files import canonical, jsonable, write_text_atomic
+from ._files import canonical, jsonable, library_sha256, write_text_atomic
 from .control import _Cancelled, _RunControl
 from .failures import classify_failure
 from .parameters import PRESET_ENV
@@ -69,6 +69,7 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
         "notebook": task["notebook"],
         "notebook_sha256": task["notebook_sha256"],
         "dro_lab": __version__,
+        "library_sha256": library_sha256(),
         "status": result.status,
         "failure": result.failure,
         "error": result.error,
@@ -79,8 +80,8 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
 
 
 def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters and
-    source-notebook hash, and the executed notebook is still there; else None."""
+    """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters, source-notebook hash,
+    dro_lab version and library source hash, and the executed notebook is still there; else None."""
     try:
         previous = json.loads(_run_record_path(task).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -91,6 +92,8 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
         and previous.get("status") == "ok"
         and previous.get("preset") == task["preset"]
         and previous.get("notebook_sha256") == task["notebook_sha256"]
+        and previous.get("dro_lab") == __version__
+        and previous.get("library_sha256") == library_sha256()
         and canonical(previous.get("parameters")) == canonical(task["parameters"])
         and executed.is_file()
     ):

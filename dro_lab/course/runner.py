@@ -234,10 +234,11 @@ def run_course(
         summary.md  summary.json  index.html                               for the run
 
     Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256,
-    the dro_lab version, the status and the seconds of the lesson's last run. A lesson whose last
-    run in ``out`` was ok with the same preset, parameters and notebook, and whose executed notebook
-    is still there, is not executed again: its result has status ``"cached"`` (an ok status) and the
-    stored seconds and records. Failed lessons always run again; ``force=True`` re-runs everything.
+    the dro_lab version and a SHA-256 of the library's source, the status and the seconds of the
+    lesson's last run. A lesson whose last run in ``out`` was ok with the same preset, parameters,
+    notebook and library, and whose executed notebook is still there, is not executed again: its
+    result has status ``"cached"`` (an ok status) and the stored seconds and records. Failed lessons
+    always run again; ``force=True`` re-runs everything.
 
     The kernels see ``PLOTLY_RENDERER=notebook`` (figures embedded in the HTML),
     ``DRO_LAB_PRESET`` = the preset passed, ``DRO_LAB_RECORD`` = ``<out>/<id>.record.json`` and,

@@ -399,6 +399,30 @@ lessons:
 """
 
 
+def test_a_change_to_the_library_source_reruns_the_lessons(tmp_path, monkeypatch):
+    """The resume key holds a hash of dro_lab's source (recomputed here from the files, independently): the same
+    library reuses the run, another source hash (an edited dro_lab/) runs the lesson again."""
+    import hashlib
+
+    import dro_lab
+    from dro_lab.course import execute
+
+    root = Path(dro_lab.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    syllabus = make_course(tmp_path, RESUME_SYLLABUS)
+    kwargs = dict(preset="smoke", out=tmp_path / "out", jobs=1, timeout=120, html=False, only=["square"])
+    first = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}
+    stored = json.loads((tmp_path / "out" / "square.run.json").read_text(encoding="utf-8"))
+    assert first["square"].status == "ok" and stored["library_sha256"] == digest.hexdigest()
+    again = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}
+    assert again["square"].status == "cached"
+    monkeypatch.setattr(execute, "library_sha256", lambda: "0" * 64)  # as if dro_lab/ had been edited
+    edited = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}
+    assert edited["square"].status == "ok"
+
+
 def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     out = tmp_path / "out"
