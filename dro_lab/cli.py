@@ -6,6 +6,7 @@
     dro-lab course run  [--preset smoke|full|gpu] [--jobs N] [--out DIR] [--only LESSON ...]
                         [-p NAME VALUE ...] [--sweep PARAM=v1,v2,...] [--force | --resume]
                         [--no-html] [--timeout S] [--syllabus PATH]
+                        [--executor local|dask] [--scheduler ADDRESS]
     dro-lab experiment NAME [--dataset D] [--seeds 0-4] [--preset P] [--out DIR] [--set KEY=VALUE ...]
     dro-lab reference [NAME|all] [--list] [--regenerate | --bundle] [--runs DIR] [--ship]
     dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
@@ -209,10 +210,12 @@ def _add_course_list(course_commands: Any) -> None:
 def _add_course_run(course_commands: Any) -> None:
     run = course_commands.add_parser(
         "run",
-        help="execute lessons with papermill; write notebooks, HTML and a summary",
-        description="Execute the lessons (each in its own kernel) into OUT/<id>.ipynb and OUT/<id>.html, "
+        help="execute lessons with papermill; write notebooks, the course website and a summary",
+        description="Execute the lessons (each in its own kernel) into OUT/<id>.ipynb, build the course website "
+        "into OUT/site/ (open OUT/site/index.html: it works offline, from disk or served), "
         "and write OUT/summary.md, OUT/summary.json and OUT/index.html. Lessons already executed into OUT "
-        "with the same preset, parameters and notebook are reused (status 'cached') unless --force. "
+        "with the same preset, parameters, code and library are reused (status 'cached'; a lesson whose prose "
+        "alone changed is re-rendered without running) unless --force. "
         "With --sweep PARAM=v1,v2,... the lessons run once per value into OUT/sweep-PARAM/PARAM=v/ and "
         "OUT/sweep-PARAM/index.html shows every recorded number against the value. "
         "Exit status 1 if any lesson failed (the summary names the failure: raised, timed out, kernel died, "
@@ -250,11 +253,25 @@ def _add_course_run(course_commands: Any) -> None:
     )
     again.add_argument("--force", dest="force", action="store_true", help="execute every lesson again")
     run.set_defaults(force=False)
-    run.add_argument("--no-html", dest="html", action="store_false", help="skip the HTML export")
+    run.add_argument("--no-html", dest="html", action="store_false", help="do not build the course website")
     run.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="per-cell execution timeout in seconds (default: 600)"
     )
     run.add_argument("--kernel", dest="kernel_name", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
+    run.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="where the lessons run: 'local' (default: --jobs at once on this machine) or 'dask' (each lesson, and "
+        'each sweep value, a task on a Dask cluster; pip install "dro-lab[dask]"); notebooks and records come back '
+        "to OUT",
+    )
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --executor dask: a running Dask scheduler, e.g. tcp://host:8786 (default: a local cluster of --jobs "
+        "worker processes, started and closed by the run)",
+    )
     run.add_argument("--syllabus", metavar="PATH", help="syllabus file (default: course/syllabus.yaml)")
 
 
@@ -323,6 +340,8 @@ def _course_run(args: argparse.Namespace) -> int:
         html=args.html,
         force=args.force,
         kernel_name=args.kernel_name,
+        executor=args.executor,
+        scheduler=args.scheduler,
         on_result=progress,
     )
     try:
@@ -354,7 +373,8 @@ def _course_run_body(args: argparse.Namespace, syllabus: Any, common: dict[str, 
     results = course.run_course(syllabus, **common)
     print(course.summary_table(results))
     out = Path(args.out)
-    print(f"\nsummary: {out / 'summary.md'}" + (f"   pages: {out / 'index.html'}" if args.html else ""))
+    site = f"   course website: {out / 'site' / 'index.html'}" if args.html else ""
+    print(f"\nsummary: {out / 'summary.md'}{site}")
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
@@ -431,7 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"list": _course_list, "run": _course_run}[args.course_command]
         try:
             return handler(args)
-        except (ValueError, FileNotFoundError) as exc:  # SyllabusError is a ValueError
+        except (ValueError, FileNotFoundError, ConnectionError) as exc:  # SyllabusError is a ValueError
+            print(f"dro-lab course {args.course_command}: error: {exc}", file=sys.stderr)
+            return 2
+        except ModuleNotFoundError as exc:  # --executor dask without the extra (the message says what to install)
+            if exc.name != "distributed":
+                raise
             print(f"dro-lab course {args.course_command}: error: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as exc:  # before or after the run itself (that one is handled)

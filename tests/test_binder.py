@@ -3,14 +3,17 @@ pins agree with ``pyproject.toml`` and ``requirements/constraints.txt``, the not
 is pinned together, torch comes from the CPU wheel index, and the requirement set resolves.
 
 repo2docker reads ``binder/`` and then ignores the repository root's configuration, so ``binder/``
-is the whole environment: ``runtime.txt`` (the Python), ``requirements.txt`` (pip, run from the
-repository root, so ``-e .[viz,course]`` installs this repository), ``postBuild`` (a smoke check).
+is the whole environment: ``runtime.txt`` (the Python), ``requirements.txt`` (pip: every dependency the lessons
+import, pinned, CPU-only torch; no local path, so repo2docker installs it before copying the repository and caches
+that layer), ``postBuild`` (installs this repository and torchattacks with ``--no-deps``, then a smoke check).
+``tests/binder/test_binder_env.py`` builds the environment and runs every lesson in it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,6 +40,8 @@ BINDER_URL = f"https://mybinder.org/v2/gh/{BINDER_GITHUB_REPO}/{BINDER_BRANCH}?u
 BINDER_BADGE = f"[![Binder](https://mybinder.org/badge_logo.svg)]({BINDER_URL})"
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: the extras of pyproject.toml whose dependencies the lessons import (the attacks extra: see postBuild)
+LESSON_EXTRAS = ("viz", "course", "vision", "bo")
 #: pinned together (plotly >= 6 builds FigureWidget on anywidget; ipywidgets 8 needs jupyterlab_widgets 3)
 FRONT_END = ("jupyterlab", "ipywidgets", "jupyterlab-widgets", "plotly", "anywidget")
 #: repo2docker configuration files that would be ignored at the root because binder/ exists
@@ -149,8 +154,26 @@ def test_postbuild_is_a_strict_executable_script():
 
 def test_postbuild_smoke_imports_the_front_end_stack():
     text = (BINDER / "postBuild").read_text()
-    for module in ("jupyterlab", "ipywidgets", "plotly", "anywidget", "torch", "dro_lab"):
+    for module in ("jupyterlab", "notebook", "ipywidgets", "plotly", "anywidget", "torch", "torchvision", "optuna",
+                   "torchattacks", "dro_lab"):  # fmt: skip
         assert re.search(rf"\b{module}\b", text), f"postBuild's smoke check does not import {module}"
+
+
+def _postbuild_commands() -> list[str]:
+    lines = (BINDER / "postBuild").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+
+def test_postbuild_installs_the_repository_and_torchattacks_without_dependencies():
+    """The repository itself is installed by postBuild, not requirements.txt: repo2docker installs a
+    requirements.txt that names no local path before it copies the repository, and caches that layer across
+    commits. torchattacks goes without its declared deps (requests~=2.25.1 conflicts with JupyterLab's stack)."""
+    installs = [shlex.split(c) for c in _postbuild_commands() if re.search(r"\bpip install\b", c)]
+    assert ["python", "-m", "pip", "install", "--no-cache-dir", "--no-deps", "."] in installs, installs
+    _, reqs = _requirement_lines(REPO / "requirements" / "constraints.txt")
+    tested = _pins(reqs)["torchattacks"]
+    wanted = ["python", "-m", "pip", "install", "--no-cache-dir", "--no-deps", f"torchattacks=={tested}"]
+    assert wanted in installs, f"postBuild should install torchattacks=={tested} with --no-deps: {installs}"
 
 
 # --- requirements.txt: parse, pins, CPU torch ---------------------------------------------------
@@ -158,21 +181,26 @@ def test_postbuild_smoke_imports_the_front_end_stack():
 
 def test_requirements_parse_and_options_are_known():
     assert BINDER_REQS, "binder/requirements.txt has no requirements"
-    for line in BINDER_OPTIONS:
-        assert line == f"--extra-index-url {CPU_INDEX}" or re.fullmatch(r"-e \.(\[[a-z,]+\])?", line), (
-            f"unexpected pip option line in binder/requirements.txt: {line!r}"
-        )
+    assert [f"--extra-index-url {CPU_INDEX}"] == BINDER_OPTIONS, (
+        f"binder/requirements.txt's only option is the CPU index (no local path: see postBuild): {BINDER_OPTIONS}"
+    )
     for r in BINDER_REQS:
         specs = list(r.specifier)
         assert len(specs) == 1 and specs[0].operator == "==", f"{r} is not pinned with =="
         assert not r.url and not r.marker, f"{r}: keep the Binder pins plain"
 
 
-def test_the_repository_itself_is_installed_with_its_notebook_extras():
-    editable = [line for line in BINDER_OPTIONS if line.startswith("-e ")]
-    assert editable == ["-e .[viz,course]"], editable
-    extras = _pyproject()["project"]["optional-dependencies"]
-    assert {"viz", "course"} <= set(extras)
+def test_every_dependency_of_the_lessons_is_pinned():
+    """dro_lab's dependencies and those of the extras the lessons use (viz, course, vision, bo) are pinned; the
+    whole resolved set is checked by test_binder_requirement_set_resolves."""
+    project = _pyproject()["project"]
+    wanted = list(project["dependencies"])
+    for extra in LESSON_EXTRAS:
+        wanted += project["optional-dependencies"][extra]
+    missing = [text for text in wanted if canonicalize_name(Requirement(text).name) not in BINDER_PINS]
+    assert not missing, f"not pinned in binder/requirements.txt: {missing}"
+    for name in ("notebook", "jupyter-offlinenotebook"):
+        assert name in BINDER_PINS, f"{name} is not pinned in binder/requirements.txt"
 
 
 def test_front_end_stack_is_pinned_together():
@@ -198,6 +226,8 @@ def test_front_end_stack_is_pinned_together():
 
 def test_torch_comes_from_the_cpu_index():
     assert "torch" in BINDER_PINS, "torch is not pinned in binder/requirements.txt"
+    for name in ("torch", "torchvision"):  # an exact +cpu pin: pip cannot pick the CUDA build by version order
+        assert BINDER_PINS[name].local == "cpu", f"{name}=={BINDER_PINS[name]} is not the +cpu build"
     assert f"--extra-index-url {CPU_INDEX}" in BINDER_OPTIONS, f"torch must come from {CPU_INDEX} (CPU-only wheels)"
     assert not any(canonicalize_name(r.name).startswith("nvidia-") for r in BINDER_REQS)
 
@@ -279,11 +309,12 @@ def _dry_run(requirements: Path, report: Path) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_binder_requirement_set_resolves(tmp_path):
-    """``pip install --dry-run`` of binder/requirements.txt, ``-e .[viz,course]`` (this repository)
-    included, with the Python that runs the tests (runtime.txt's minor version in CI).
+    """``pip install --dry-run`` of binder/requirements.txt with the Python that runs the tests (runtime.txt's
+    minor version in CI): it resolves, to exactly the pinned versions, and pulls in nothing that is not pinned
+    (setuptools aside: torch asks for a recent one, and the image has its own).
 
     When download.pytorch.org cannot be reached (CI and this sandbox reach only the package
-    registries), the torch line resolves against the default index instead: the same version
+    registries), torch and torchvision resolve against the default index instead: the same releases
     (``2.14.1`` rather than ``2.14.1+cpu``; their dependencies differ only by the CUDA wheels), so
     the rest of the set is still checked. Skipped only when no package index answers at all.
     """
@@ -295,8 +326,8 @@ def test_binder_requirement_set_resolves(tmp_path):
         line = raw.strip()
         if line.startswith("--extra-index-url") and CPU_INDEX in line and not cpu_index_ok:
             continue
-        if line.startswith("-e ."):
-            line = "-e " + str(REPO) + line[len("-e .") :]  # repo2docker runs pip from the repository root
+        if not cpu_index_ok:
+            line = re.sub(r"^([\w.-]+==[^\s#+]+)\+cpu\b", r"\1", line)  # the same release from the default index
         lines.append(line)
     copy = tmp_path / "requirements.txt"
     copy.write_text("\n".join(lines) + "\n")
@@ -308,7 +339,13 @@ def test_binder_requirement_set_resolves(tmp_path):
         assert name in resolved and Version(resolved[name].public) == Version(pin.public), (
             f"{name}: pinned {pin}, resolved {resolved.get(name)}"
         )
-    assert "dro-lab" in resolved, "the repository itself (-e .[viz,course]) is not in the resolution"
+    cuda_only = ("nvidia-", "cuda-", "triton")  # the CUDA build's extra dependencies (default index only)
+    unpinned = [
+        f"{name}=={version}"
+        for name, version in resolved.items()
+        if name not in BINDER_PINS and name != "setuptools" and (cpu_index_ok or not name.startswith(cuda_only))
+    ]
+    assert not unpinned, f"binder/requirements.txt leaves these to chance: {unpinned}"
     if cpu_index_ok:
         assert resolved["torch"].local == "cpu", f"torch resolved to {resolved['torch']}, not the CPU build"
         assert not [n for n in resolved if n.startswith("nvidia-")], "CUDA wheels in the Binder environment"

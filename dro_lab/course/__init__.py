@@ -37,6 +37,7 @@ Modules, from the bottom up:
 - ``control``: :class:`RunInterrupted` and the run's papermill processes; ``execute``: one lesson through
   papermill, its HTML page and its ``<id>.run.json`` (resume);
 - ``report``: :func:`summary_table`, :func:`write_summary`; ``runner``: :func:`run_course`;
+- ``dask_executor``: ``run_course(..., executor="dask")``, the lessons as tasks on a Dask cluster (loaded then);
 - ``sweep``: :func:`parse_sweep`, :func:`run_sweep` (its :class:`SweepResult` lives in ``results``); ``sweep_report``:
   :func:`sweep_table`, :func:`sweep_figure`, :func:`write_sweep_summary`.
 """

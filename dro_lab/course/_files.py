@@ -30,6 +30,21 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def code_sha256(path: Path) -> str:
+    """The SHA-256 of what a notebook *runs*: its kernel and, in order, every code cell's source and tags. A change
+    to the prose (markdown cells) leaves it as it is, so the runner re-renders such a lesson without re-running it."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name", "")
+    digest = hashlib.sha256(kernel.encode() + b"\0")
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else source
+            tags = ",".join(cell.get("metadata", {}).get("tags", []))
+            digest.update(source.encode() + b"\0" + tags.encode() + b"\0")
+    return digest.hexdigest()
+
+
 @functools.lru_cache(maxsize=1)
 def library_sha256() -> str:
     """The SHA-256 of the library's source: every ``.py`` file of the installed ``dro_lab`` package with its path,

@@ -1,5 +1,6 @@
-"""One lesson through papermill: the command, the kernel's environment, the HTML export, and the
-``<id>.run.json`` record by which a later run reuses an earlier one (resume)."""
+"""One lesson through papermill: the command, the kernel's environment, and the ``<id>.run.json`` record by which
+a later run reuses an earlier one (resume). The lesson's web page is built with the others, after the run
+(:mod:`.site`)."""
 
 from __future__ import annotations
 
@@ -20,16 +21,8 @@ from .control import _Cancelled, _RunControl
 from .failures import classify_failure
 from .parameters import PRESET_ENV
 from .records import RECORD_ENV, read_records
+from .rerender import rerender_file
 from .results import LessonResult
-
-
-def _export_html(notebook: Path, target: Path, title: str) -> None:
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    nb = nbformat.read(str(notebook), as_version=4)
-    body, _ = HTMLExporter().from_notebook_node(nb, resources={"metadata": {"name": title}})
-    write_text_atomic(target, body)
 
 
 def _papermill_command(task: Mapping[str, Any], executed: Path) -> list[str]:
@@ -68,6 +61,7 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
         "parameters": jsonable(task["parameters"]),
         "notebook": task["notebook"],
         "notebook_sha256": task["notebook_sha256"],
+        "code_sha256": task["code_sha256"],
         "dro_lab": __version__,
         "library_sha256": library_sha256(),
         "status": result.status,
@@ -80,8 +74,9 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
 
 
 def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters, source-notebook hash,
-    dro_lab version and library source hash, and the executed notebook is still there; else None."""
+    """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters, code (the notebook's
+    code cells and kernel: :func:`~._files.code_sha256`), dro_lab version and library source hash, and the executed
+    notebook is still there; else None. (The prose may differ: :func:`_cached_result` re-renders it.)"""
     try:
         previous = json.loads(_run_record_path(task).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -91,7 +86,7 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
         isinstance(previous, dict)
         and previous.get("status") == "ok"
         and previous.get("preset") == task["preset"]
-        and previous.get("notebook_sha256") == task["notebook_sha256"]
+        and previous.get("code_sha256") == task["code_sha256"]
         and previous.get("dro_lab") == __version__
         and previous.get("library_sha256") == library_sha256()
         and canonical(previous.get("parameters")) == canonical(task["parameters"])
@@ -101,15 +96,26 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> LessonResult | None:
-    """The earlier run of ``task`` if it can stand for a new one (resume), else None.
+def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock | None = None) -> LessonResult | None:
+    """The earlier run of ``task`` if it can stand for a new one (resume), else None. (``html_lock`` is unused:
+    pages are built with the site after the run.)
 
-    A missing HTML page is exported again (the earlier run had ``--no-html``), without re-execution.
+    When only the lesson's prose changed since that run, its executed notebook takes the new markdown cells and
+    keeps its outputs (:func:`~.rerender.rerender_file`), and ``<id>.run.json`` records the new notebook hash.
     """
     previous = _reusable_run(task)
     if previous is None:
         return None
     out, lesson_id = Path(task["out"]), task["id"]
+    if previous.get("notebook_sha256") != task["notebook_sha256"]:
+        if not rerender_file(Path(task["notebook"]), out / f"{lesson_id}.ipynb"):
+            return None  # the code cells do not line up after all: run it
+        previous = {
+            **previous,
+            "notebook_sha256": task["notebook_sha256"],
+            "rerendered": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        write_text_atomic(_run_record_path(task), json.dumps(previous, indent=2, default=str))
     seconds = previous.get("seconds")
     result = LessonResult(
         id=lesson_id,
@@ -119,14 +125,6 @@ def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock) -> Lesson
         seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
         notebook=out / f"{lesson_id}.ipynb",
     )
-    html_path = out / f"{lesson_id}.html"
-    if task["html"] and not html_path.is_file():
-        try:
-            with html_lock:
-                _export_html(result.notebook, html_path, task["title"])
-        except Exception:
-            return None
-    result.html = html_path if html_path.is_file() else None
     record_path = out / f"{lesson_id}.record.json"
     if record_path.is_file():
         result.record_file = record_path
@@ -140,8 +138,8 @@ def _kernel_env(task: Mapping[str, Any], record_path: Path) -> dict[str, str]:
     return {
         **os.environ,
         RECORD_ENV: str(record_path),
-        # plotly >= 6 stores only its own mime type under nbconvert, which HTML cannot show.
-        "PLOTLY_RENDERER": "notebook",
+        # the mime type JupyterLab and VS Code draw even in an untrusted notebook; the site converts it
+        "PLOTLY_RENDERER": "plotly_mimetype",
         PRESET_ENV: str(task["parameters"].get("preset", task["preset"])),
         **task["env"],
     }
@@ -167,30 +165,19 @@ def _run_papermill(task: Mapping[str, Any], control: _RunControl, out: Path) -> 
             control.forget(process)
 
 
-def _export_page(task: Mapping[str, Any], result: LessonResult, html_lock: threading.Lock, html_path: Path) -> None:
-    try:
-        with html_lock:  # nbconvert's exporters are not documented as thread-safe
-            _export_html(result.notebook, html_path, task["title"])
-        result.html = html_path
-    except Exception as exc:
-        result.status = "failed"
-        result.failure = result.failure or "raised"
-        result.error = result.error or f"HTML export failed: {type(exc).__name__}: {exc}"
-
-
 def _execute_lesson(
-    task: Mapping[str, Any], html_lock: threading.Lock, control: _RunControl | None = None
+    task: Mapping[str, Any], html_lock: threading.Lock | None = None, control: _RunControl | None = None
 ) -> LessonResult:
-    """Run one lesson: papermill in a subprocess (its own kernel), then the HTML export. Never raises
+    """Run one lesson: papermill in a subprocess (its own kernel). Never raises
     for a failing lesson; writes ``<id>.run.json`` at the end. Raises :class:`_Cancelled` when the
     run was interrupted before the lesson started."""
     control = control if control is not None else _RunControl()
     if control.cancel.is_set():
         raise _Cancelled()
     out, lesson_id = Path(task["out"]), task["id"]
-    executed, html_path = out / f"{lesson_id}.ipynb", out / f"{lesson_id}.html"
+    executed = out / f"{lesson_id}.ipynb"
     record_path, log_path = out / f"{lesson_id}.record.json", out / f"{lesson_id}.log"
-    for stale in (_run_record_path(task), executed, html_path, record_path):
+    for stale in (_run_record_path(task), executed, out / f"{lesson_id}.html", record_path):
         stale.unlink(missing_ok=True)  # results must come from this run only
 
     result = LessonResult(id=lesson_id, title=task["title"], status="ok", parameters=dict(task["parameters"]))
@@ -204,8 +191,6 @@ def _execute_lesson(
         )
     if executed.is_file():
         result.notebook = executed
-        if task["html"] and not interrupted:  # stopping: no export, exit fast
-            _export_page(task, result, html_lock, html_path)
     if record_path.is_file():
         try:
             result.records = read_records(record_path)

@@ -187,6 +187,18 @@ def _index_html(run: _Run) -> str:
     )
 
 
+def summary_markdown(
+    results: Sequence[LessonResult],
+    out: str | os.PathLike[str],
+    *,
+    syllabus: Syllabus | None = None,
+    preset: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> str:
+    """The run summary as Markdown (what ``summary.md`` holds; the course website shows it as a page)."""
+    return _markdown(_Run(results, out, syllabus, preset, parameters, None))
+
+
 def write_summary(
     results: Sequence[LessonResult],
     out: str | os.PathLike[str],

@@ -51,7 +51,7 @@ class LessonResult:
             (not selected with ``only``, or not started because the run was interrupted).
         seconds: wall time of execution (and export).
         notebook: the executed notebook, if one was written (also for failures).
-        html: its HTML export, if written.
+        html: its page on the course website (``<out>/site/notebooks/<stem>.html``), if the run built one.
         record_file: the JSON file :func:`~dro_lab.course.record` wrote to, if the lesson recorded anything.
         log: papermill's log of the run (and the kernel's stderr).
         records: the recorded values.

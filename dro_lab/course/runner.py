@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._files import sha256
+from ._files import code_sha256, sha256
 from .control import RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
 from .execute import _cached_result, _execute_lesson
 from .exercises import write_instructor_copy
 from .parameters import notebook_parameters
-from .report import write_summary
+from .report import summary_markdown, write_summary
 from .results import LessonResult
 from .syllabus import Lesson, Syllabus, load_syllabus
 
@@ -65,7 +65,6 @@ def _make_task(
     out_dir: Path,
     timeout: float | None,
     kernel_name: str | None,
-    html: bool,
     notebook_sha256: str,
 ) -> dict[str, Any]:
     return {
@@ -73,12 +72,12 @@ def _make_task(
         "title": lesson.title,
         "notebook": str(lesson.notebook),
         "notebook_sha256": notebook_sha256,
+        "code_sha256": code_sha256(lesson.notebook),
         "out": str(out_dir),
         "preset": preset,
         "parameters": params,
         "timeout": timeout,
         "kernel_name": kernel_name,
-        "html": html,
         "env": {},
     }
 
@@ -139,14 +138,25 @@ def _report_late(
 
 
 def _run_tasks(
-    tasks: Sequence[dict[str, Any]], *, jobs: int, force: bool, on_result: Callable[[LessonResult], None] | None
+    tasks: Sequence[dict[str, Any]],
+    *,
+    jobs: int,
+    force: bool,
+    on_result: Callable[[LessonResult], None] | None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> list[LessonResult]:
     """Run ``tasks`` (reusing earlier runs unless ``force``), ``jobs`` at a time; results in task order.
+    ``executor="dask"``: on a Dask cluster instead (:mod:`.dask_executor`, loaded only then).
 
     On KeyboardInterrupt (Ctrl-C; ``dro-lab`` turns SIGTERM and SIGHUP into one): stops the running
     lessons (see :class:`~.control._RunControl`), lets their threads record them as interrupted, and
     raises :class:`RunInterrupted` with one result per task.
     """
+    if executor == "dask":
+        from .dask_executor import run_tasks_on_dask  # here: that module imports this one
+
+        return run_tasks_on_dask(tasks, jobs=jobs, force=force, on_result=on_result, scheduler=scheduler)
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     html_lock, control = threading.Lock(), _RunControl()
@@ -208,6 +218,26 @@ def _lesson_parameters(
     return params
 
 
+def publish_site(
+    results: Sequence[LessonResult],
+    out_dir: Path,
+    *,
+    syllabus: Syllabus,
+    preset: str,
+    parameters: Mapping[str, Any] | None = None,
+) -> Path:
+    """Build the course website of a finished run into ``<out_dir>/site`` and point each executed lesson's
+    :attr:`LessonResult.html` at its page; return the site's ``index.html``."""
+    from .site import build_site, lesson_page_path  # here: nbformat and plotly load only when a site is built
+
+    summary = summary_markdown(results, out_dir, syllabus=syllabus, preset=preset, parameters=parameters)
+    index = build_site(out_dir, syllabus=syllabus, results=results, preset=preset, summary_md=summary)
+    for result in results:
+        if result.notebook is not None:
+            result.html = lesson_page_path(index, syllabus, result.id)
+    return index
+
+
 def run_course(
     syllabus: Syllabus | str | os.PathLike[str] | None = None,
     *,
@@ -221,28 +251,39 @@ def run_course(
     force: bool = False,
     kernel_name: str | None = None,
     on_result: Callable[[LessonResult], None] | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> list[LessonResult]:
-    """Execute the course's lessons with papermill and write executed notebooks, HTML and a summary.
+    """Execute the course's lessons with papermill; write executed notebooks, the course website and a summary.
 
     Each lesson runs in its own papermill process and kernel (``jobs`` lessons at a time), from its
     notebook's folder, with the preset's parameters plus ``parameters`` injected. A failing lesson
     does not stop the others: it is reported with its failing cell, and its partial executed
-    notebook and HTML are still written. Written under ``out`` only::
+    notebook is still written (and shown on the site). Written under ``out`` only::
 
-        <id>.ipynb  <id>.html  <id>.log  <id>.record.json  <id>.run.json   per lesson
+        <id>.ipynb  <id>.log  <id>.record.json  <id>.run.json   per lesson
         instructor/<id>.ipynb      the lesson with its exercises' solutions filled in (unexecuted)
-        summary.md  summary.json  index.html                               for the run
+        site/                      the course website (html=True): site/index.html, one page per lesson
+        summary.md  summary.json  index.html                     for the run
 
-    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256,
-    the dro_lab version and a SHA-256 of the library's source, the status and the seconds of the
-    lesson's last run. A lesson whose last run in ``out`` was ok with the same preset, parameters,
-    notebook and library, and whose executed notebook is still there, is not executed again: its
-    result has status ``"cached"`` (an ok status) and the stored seconds and records. Failed lessons
-    always run again; ``force=True`` re-runs everything.
+    The website (:func:`publish_site`, built with Sphinx) works with no network, opened from disk or
+    served: navigation, search, each lesson's executed outputs, maths rendered by its own MathJax,
+    figures drawn by one shared plotly.js, widget panels as their static twins, the run summary, and
+    per lesson the student, executed and instructor notebooks to download and Binder / Colab buttons.
 
-    The kernels see ``PLOTLY_RENDERER=notebook`` (figures embedded in the HTML),
-    ``DRO_LAB_PRESET`` = the preset passed, ``DRO_LAB_RECORD`` = ``<out>/<id>.record.json`` and,
-    with ``jobs > 1``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` sharing the cores (unless set).
+    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256 and
+    the SHA-256 of its code cells and kernel, the dro_lab version and a SHA-256 of the library's source,
+    the status and the seconds of the lesson's last run. A lesson whose last run in ``out`` was ok with
+    the same preset, parameters, code and library, and whose executed notebook is still there, is not
+    executed again: its result has status ``"cached"`` (an ok status) and the stored seconds and
+    records. When only its prose (markdown cells) changed, the executed notebook takes the new prose
+    and keeps its outputs (re-rendered, no kernel). Failed lessons always run again; ``force=True``
+    re-runs everything.
+
+    The kernels see ``PLOTLY_RENDERER=plotly_mimetype`` (figures stored as
+    ``application/vnd.plotly.v1+json``, which JupyterLab and VS Code draw even in an untrusted
+    notebook), ``DRO_LAB_PRESET`` = the preset passed, ``DRO_LAB_RECORD`` = ``<out>/<id>.record.json``
+    and, with ``jobs > 1``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` sharing the cores (unless set).
 
     Args:
         syllabus: a :class:`Syllabus`, a path to one, or None for ``course/syllabus.yaml``.
@@ -253,10 +294,16 @@ def run_course(
         parameters: overrides on top of the preset's parameters. Each is passed only to lessons
             that declare it; one that no selected lesson declares is an error (a typo).
         timeout: per-cell execution timeout in seconds (None: no limit).
-        html: export each executed notebook to HTML.
+        html: build the course website into ``<out>/site`` after the run.
         force: execute every selected lesson even when an earlier run in ``out`` can be reused.
         kernel_name: Jupyter kernel; default: the one in each notebook's metadata.
         on_result: called with each :class:`LessonResult` as soon as it is known.
+        executor: ``"local"`` (a thread pool on this machine) or ``"dask"``: each lesson is a task on a
+            Dask cluster (``pip install "dro-lab[dask]"``), with the same outputs, resume, failure
+            reports and interrupts; the executed notebooks, records and logs come back to ``out``
+            (the workers need no shared disk). See :mod:`dro_lab.course.dask_executor`.
+        scheduler: with ``executor="dask"``, the address of a running scheduler (``tcp://host:8786``);
+            None starts a ``LocalCluster`` of ``jobs`` one-thread worker processes for the run.
 
     Returns:
         one :class:`LessonResult` per syllabus lesson, in syllabus order.
@@ -270,10 +317,16 @@ def run_course(
     atomically.
 
     Raises:
-        ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter.
+        ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter, unknown
+            ``executor``, a ``scheduler`` without ``executor="dask"``.
+        ModuleNotFoundError: ``executor="dask"`` without Dask installed (``pip install "dro-lab[dask]"``).
+        ConnectionError: no Dask scheduler answers at ``scheduler``.
         RunInterrupted: the run was interrupted (a ``KeyboardInterrupt``); its ``results`` hold
             every lesson's result.
     """
+    from .dask_executor import check_executor  # here: that module imports this one (Dask loads only for "dask")
+
+    check_executor(executor, scheduler)
     syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
     overrides = dict(parameters or {})
     declared = {lesson.id: notebook_parameters(lesson.notebook) for lesson in selected} if overrides else {}
@@ -281,7 +334,7 @@ def run_course(
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = out_dir.resolve()
-    common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name, html=html)
+    common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name)
     tasks = [
         _make_task(
             lesson,
@@ -296,11 +349,13 @@ def run_course(
         write_instructor_copy(lesson.notebook, out_dir / "instructor" / f"{lesson.id}.ipynb")
     summary = dict(syllabus=syllabus, preset=preset, parameters=overrides)
     try:
-        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result, executor=executor, scheduler=scheduler)
     except RunInterrupted as stop:
         stop.results = _in_syllabus_order(syllabus, stop.results)
         write_summary(stop.results, out_dir, **summary, interrupted=stop.signum)
         raise
     ordered = _in_syllabus_order(syllabus, results)
+    if html:
+        publish_site(ordered, out_dir, syllabus=syllabus, preset=preset, parameters=overrides)
     write_summary(ordered, out_dir, **summary)
     return ordered

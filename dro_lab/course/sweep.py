@@ -11,6 +11,7 @@ from typing import Any
 
 from ._files import canonical, sha256
 from .control import RunInterrupted
+from .dask_executor import check_executor
 from .parameters import IDENT_RE, notebook_parameters, parse_parameter_value
 from .report import write_summary
 from .results import LessonResult, SweepResult
@@ -22,6 +23,7 @@ from .runner import (
     _lesson_parameters,
     _make_task,
     _run_tasks,
+    publish_site,
 )
 from .sweep_report import write_sweep_summary
 from .syllabus import Lesson, Syllabus
@@ -147,6 +149,8 @@ def run_sweep(
     force: bool = False,
     kernel_name: str | None = None,
     on_result: Callable[[LessonResult], None] | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> SweepResult:
     """Run the selected lessons once per value of ``param`` and summarise the records across values.
 
@@ -154,19 +158,21 @@ def run_sweep(
     ``<out>/sweep-<param>/<param>=<value>/``; ``jobs`` applies across all (value, lesson) pairs.
     Then :func:`~.sweep_report.write_sweep_summary` writes ``sweep.json``, ``sweep.md``, ``sweep.html``
     (the figure) and ``index.html`` into ``<out>/sweep-<param>/``. ``on_result`` receives each lesson
-    result as it comes; its ``parameters[param]`` says which value it belongs to.
+    result as it comes; its ``parameters[param]`` says which value it belongs to. ``executor="dask"``
+    (and ``scheduler``) runs every (value, lesson) job as one task on a Dask cluster, as in ``run_course``.
 
     Raises:
         ValueError: an empty or repeated value list, a ``param`` that some selected lesson does not
             declare (the message lists them), ``param`` also in ``parameters``, and every error of
             ``run_course``.
     """
+    check_executor(executor, scheduler)
     syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
     values, overrides = list(values), dict(parameters or {})
     labels, declared = _check_sweep(param, values, overrides, selected)
     sweep_dir, folders = _value_folders(out, param, labels)
     hashes = {lesson.id: sha256(lesson.notebook) for lesson in selected}
-    common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name, html=html)
+    common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name)
     tasks, owner = [], []
     for value, label in zip(values, labels):
         for lesson in selected:
@@ -182,11 +188,13 @@ def run_sweep(
         for value, label in zip(values, labels):
             runs[label] = _in_syllabus_order(syllabus, [r for r, o in zip(results, owner) if o == label])
             run = dict(syllabus=syllabus, preset=preset, parameters={**overrides, param: value})
+            if html and not interrupted:
+                publish_site(runs[label], folders[label], **run)
             write_summary(runs[label], folders[label], **run, **interrupted)
         return runs
 
     try:
-        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result)
+        results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result, executor=executor, scheduler=scheduler)
     except RunInterrupted as stop:
         summarise(stop.results, interrupted=stop.signum)
         raise

@@ -94,17 +94,23 @@ def test_failing_cell_is_located_in_the_source_notebook(fixture_run):
     assert source.cells[cell.index].source.startswith("raise ValueError")
 
 
+def _page(out: Path, lesson: str) -> Path:
+    """A lesson's page in the run's course website."""
+    return out / "site" / "notebooks" / f"{lesson}.html"
+
+
 def test_outputs_exist_also_for_the_failed_lesson(fixture_run):
     out = fixture_run.out
     for lesson in ("passing", "failing"):
         assert (out / f"{lesson}.ipynb").is_file()
-        assert (out / f"{lesson}.html").is_file()
+        assert _page(out, lesson).is_file()
         result = fixture_run.results[lesson]
-        assert result.notebook == out / f"{lesson}.ipynb" and result.html == out / f"{lesson}.html"
+        assert result.notebook == out / f"{lesson}.ipynb" and result.html == _page(out, lesson)
     # The partial notebook stops at the failure: the last cell never ran.
     partial = nbformat.read(str(out / "failing.ipynb"), as_version=4)
     assert "never reached" not in stream_text(partial)
-    assert "deliberate failure" in (out / "failing.html").read_text(encoding="utf-8")
+    page = _page(out, "failing").read_text(encoding="utf-8")
+    assert "deliberate failure" in page and "This lesson failed in this run" in page
 
 
 def test_injected_parameters_reach_the_executed_notebook(fixture_run):
@@ -129,14 +135,19 @@ def test_records_and_environment_of_the_kernel(fixture_run):
     assert fixture_run.results["failing"].record_file is None
 
 
-def test_plotly_figure_is_embedded_in_the_html(fixture_run):
+def test_plotly_figure_has_its_mime_type_and_is_drawn_by_the_sites_plotly_js(fixture_run):
     nb = nbformat.read(str(fixture_run.out / "passing.ipynb"), as_version=4)
     figure_cell = nb.cells[-1]
     assert "plotly" in figure_cell.source
-    mimes = {key for out in figure_cell.outputs for key in out.get("data", {})}
-    assert "text/html" in mimes  # PLOTLY_RENDERER=notebook: viewable without a plotly front-end
-    page = (fixture_run.out / "passing.html").read_text(encoding="utf-8")
+    outputs = [out for out in figure_cell.outputs if "data" in out]
+    # what JupyterLab and VS Code draw even in an untrusted notebook; no HTML, no inline plotly.js
+    assert [sorted(out["data"]) for out in outputs] == [["application/vnd.plotly.v1+json"]]
+    assert outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"][0]["name"] == "fixture-trace"
+    page = _page(fixture_run.out, "passing").read_text(encoding="utf-8")
     assert "plotly-graph-div" in page and "fixture-trace" in page
+    # plotly.js comes once, from the site's _static folder, not inside the page
+    assert page.count("plotly.min.js") == 1 and "../_static/plotly.min.js" in page
+    assert len(page) < 200_000
 
 
 def test_summary_files(fixture_run):
@@ -151,13 +162,15 @@ def test_summary_files(fixture_run):
     assert data["ok"] is False and data["counts"] == {"ok": 1, "cached": 0, "failed": 1, "skipped": 0}
     assert data["preset"] == "smoke" and data["parameters"] == {"greeting": "injected"}
     by_id = {lesson["id"]: lesson for lesson in data["lessons"]}
-    assert by_id["passing"]["notebook"] == "passing.ipynb" and by_id["passing"]["html"] == "passing.html"
+    assert by_id["passing"]["notebook"] == "passing.ipynb"
+    assert by_id["passing"]["html"] == "site/notebooks/passing.html"
     assert by_id["failing"]["failing_cell"]["index"] == 2
 
     index = (out / "index.html").read_text(encoding="utf-8")
     for lesson in ("passing", "failing"):
-        for suffix in ("html", "ipynb", "log"):
+        for suffix in ("ipynb", "log"):
             assert f'href="{lesson}.{suffix}"' in index and (out / f"{lesson}.{suffix}").is_file()
+        assert f'href="site/notebooks/{lesson}.html"' in index and _page(out, lesson).is_file()
     assert by_id["passing"]["expected_minutes"] == 0.1 and by_id["failing"]["expected_minutes"] is None
 
 
@@ -180,17 +193,18 @@ def test_nothing_is_written_outside_out(fixture_run):
         assert (fixture_run.root / "src" / name).read_bytes() == (FIXTURES / name).read_bytes()
     expected = {
         "passing.ipynb",
-        "passing.html",
         "passing.record.json",
         "passing.log",
         "passing.run.json",
         "failing.ipynb",
-        "failing.html",
         "failing.log",
         "failing.run.json",
         "summary.md",
         "summary.json",
         "index.html",
+        "site",  # the course website
+        "site-build.log",
+        ".site-build",  # its Sphinx sources and caches (a second build re-renders only what changed)
     }
     assert {p.name for p in fixture_run.out.iterdir()} == expected
 
@@ -458,7 +472,7 @@ def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
     assert summary["counts"] == {"ok": 0, "cached": 1, "failed": 1, "skipped": 0}
     assert "0 ok, 1 cached, 1 failed, 0 skipped" in (out / "summary.md").read_text(encoding="utf-8")
 
-    # Asking for HTML now exports the cached notebook without executing it again.
+    # Asking for the website now builds it from the cached notebook without executing it again.
     [with_html] = [
         r
         for r in run_course(syllabus, only=["square"], parameters={"x": 3}, **{**kwargs, "html": True})

@@ -171,14 +171,17 @@ def test_a_dead_kernel_names_the_cell(fault_run):
 def test_the_other_lessons_keep_their_outputs(fault_run):
     out = fault_run.out
     passing = fault_run.results["passing"]
-    assert passing.records["greeting"] == "hello" and passing.html == out / "passing.html"
-    for name in ("passing.ipynb", "passing.html", "passing.record.json", "passing.log", "passing.run.json"):
+    page = out / "site" / "notebooks" / "passing.html"  # its page in the run's course website
+    assert passing.records["greeting"] == "hello" and passing.html == page and page.stat().st_size > 0
+    for name in ("passing.ipynb", "passing.record.json", "passing.log", "passing.run.json"):
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "passing.run.json").read_text(encoding="utf-8"))["status"] == "ok"
     for lesson, failure in (("raises", "raised"), ("times_out", "timed out"), ("killed", "kernel died")):
         stored = json.loads((out / f"{lesson}.run.json").read_text(encoding="utf-8"))
         assert (stored["status"], stored["failure"]) == ("failed", failure)
-        assert (out / f"{lesson}.ipynb").is_file() and (out / f"{lesson}.html").is_file()  # partial, kept
+        assert (out / f"{lesson}.ipynb").is_file()  # partial, kept, and shown on the site
+        page = fault_run.results[lesson].html
+        assert page.parent == out / "site" / "notebooks" and page.is_file()
 
 
 def test_summaries_name_kind_cell_and_message(fault_run):
@@ -212,8 +215,6 @@ def test_records_and_summaries_are_written_atomically(fault_run):
         "raises.run.json",
         "times_out.run.json",
         "killed.run.json",
-        "passing.html",
-        "killed.html",
     ):
         assert name in targets, f"{name} was not written through os.replace"
         assert targets[name].parent == out and targets[name].name.endswith(".tmp")

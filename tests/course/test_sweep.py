@@ -62,7 +62,7 @@ def sweep_run(tmp_path_factory):
     ]
     status = main(argv)
     sweep_dir = out / "sweep-x"
-    executed = {p: file_state(p) for p in sweep_dir.rglob("square.ipynb")}
+    executed = {p: file_state(p) for p in sweep_dir.glob("*/square.ipynb")}  # the executed notebooks
     # The same sweep through the API: the ok values are reused, the failed one runs again, and so
     # does the one whose executed notebook is gone.
     (sweep_dir / "x=3" / "square.ipynb").unlink()
@@ -153,7 +153,7 @@ def test_sweep_index_links_exist(sweep_run):
     for link in links:
         assert (sweep_run.dir / link).is_file(), link
     for folder in ("x=0.5", "x=2", "x=3", "x=-1"):
-        assert f"{folder}/square.html" in links and f"{folder}/index.html" in links
+        assert f"{folder}/site/notebooks/square.html" in links and f"{folder}/index.html" in links
     assert "x=-1/square.log" in links
     page = (sweep_run.dir / "sweep.html").read_text(encoding="utf-8")
     assert "plotly-graph-div" in page and '<script src="http' not in page and len(page) > 1_000_000  # plotly.js inline

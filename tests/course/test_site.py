@@ -1,0 +1,178 @@
+"""The course website without a browser: what a published notebook holds, and a site built from hand-made
+executed lessons (a plotly figure, a panel with its static twin, a widget without one, maths).
+
+Oracles: the figures written here by hand, read back out of the pages' scripts; the pages' own text (every
+``src``/``href`` that is not local is a failure). The browser checks live in tests/test_site_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dro_lab.course import load_syllabus
+from dro_lab.course.results import LessonResult
+from dro_lab.course.site import build_site, publish_notebook, strip_widget_state
+from dro_lab.course.site.publish import PLOTLY_MIME, WIDGET_MIME
+
+v4 = nbformat.v4
+FIGURE = {"data": [{"type": "scatter", "y": [3, 1, 2], "name": "hand-made"}], "layout": {"title": {"text": "T"}}}
+TWIN = {
+    "data": [{"type": "bar", "y": [1, 2]}],
+    "layout": {"sliders": [{"steps": [{"label": "β = 1", "method": "animate", "args": [["b1"]]}]}]},
+    "frames": [{"name": "b1", "data": [{"type": "bar", "y": [2, 1]}]}],
+}
+
+
+def _widget_output(twin: dict | None):
+    meta = (
+        {"dro_lab": {"static_twin": twin, "title": "A panel", "note": "Precomputed at 1 value of β."}} if twin else {}
+    )
+    return v4.new_output(
+        "display_data",
+        data={WIDGET_MIME: {"model_id": "abc", "version_major": 2, "version_minor": 0}, "text/plain": "panel"},
+        metadata=meta,
+    )
+
+
+def _executed_notebook():
+    figure = v4.new_code_cell("fig")
+    figure.outputs = [v4.new_output("execute_result", data={PLOTLY_MIME: FIGURE}, execution_count=1)]
+    panel = v4.new_code_cell("panel")
+    panel.outputs = [_widget_output(TWIN)]
+    bare = v4.new_code_cell("slider")
+    bare.outputs = [_widget_output(None)]
+    printed = v4.new_code_cell("print(1)")
+    printed.outputs = [v4.new_output("stream", name="stdout", text="1\n")]
+    nb = v4.new_notebook(
+        cells=[v4.new_markdown_cell("# Lesson\n\nInline $\\beta^2$ and\n\n$$q_i \\propto e^{\\beta \\ell_i}$$"), figure]
+        + [panel, bare, printed]
+    )
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"abc": {"x": "5 MB"}}}}
+    return nb
+
+
+def _scripts_figures(html: str) -> list[tuple[list, dict, list]]:
+    """Every (data, layout, frames) that a page's scripts hand to Plotly.newPlot / addFrames."""
+    found = []
+    for match in re.finditer(r"Plotly\.newPlot\(el,(.*?)\)\.then\(function\(\)\{var f=(.*?);if", html, flags=re.S):
+        decoder = json.JSONDecoder()
+        data, end = decoder.raw_decode(match.group(1))
+        layout, _ = decoder.raw_decode(match.group(1)[end + 1 :])
+        found.append((data, layout, json.loads(match.group(2))))
+    return found
+
+
+def test_published_notebook_keeps_no_widget_state_and_draws_from_shared_plotly():
+    published = publish_notebook(_executed_notebook(), name="lesson")
+    assert "widgets" not in published.metadata
+    fig_html = published.cells[1].outputs[0]["data"]["text/html"]
+    assert "<script src" not in fig_html and "plotly.js" not in fig_html.lower().replace("plotly.newplot", "")
+    [(data, layout, frames)] = _scripts_figures(fig_html)
+    assert (data, layout, frames) == (FIGURE["data"], FIGURE["layout"], [])
+    twin_html = published.cells[2].outputs[0]["data"]["text/html"]
+    [(data, layout, frames)] = _scripts_figures(twin_html)
+    assert (data, layout, frames) == (TWIN["data"], TWIN["layout"], TWIN["frames"])
+    assert "A panel" in twin_html and "Precomputed at 1 value of β." in twin_html
+    bare = published.cells[3].outputs[0]["data"]
+    assert list(bare) == ["text/html"] and "JupyterLab" in bare["text/html"]
+    assert published.cells[4].outputs[0]["text"] == "1\n"
+    ids = re.findall(r'<div id="([^"]+)"', fig_html + twin_html)
+    assert ids == ["lesson-fig-1", "lesson-fig-2"]
+
+
+def test_script_safe_json():
+    figure = {"data": [{"type": "scatter", "name": "</script><b>x"}], "layout": {}}
+    nb = v4.new_notebook(cells=[v4.new_code_cell("f")])
+    nb.cells[0].outputs = [v4.new_output("display_data", data={PLOTLY_MIME: figure})]
+    html = publish_notebook(nb, name="x").cells[0].outputs[0]["data"]["text/html"]
+    assert html.count("</script>") == 1  # only the real end of the script
+
+
+def test_download_copy_shows_twins_as_plotly_figures():
+    stripped = strip_widget_state(_executed_notebook())
+    assert "widgets" not in stripped.metadata
+    assert stripped.cells[2].outputs[0]["data"][PLOTLY_MIME] == TWIN
+    assert WIDGET_MIME in stripped.cells[3].outputs[0]["data"]  # no twin: left as it was (its text shows)
+    assert stripped.cells[1].outputs[0]["data"][PLOTLY_MIME] == FIGURE
+
+
+def test_publish_rejects_a_missing_name():
+    with pytest.raises(ValueError, match="lesson id"):
+        publish_notebook(_executed_notebook(), name="")
+
+
+SYLLABUS = """\
+title: Site course
+description: A two-lesson course for the site's tests.
+lessons:
+  - {id: one, title: The first lesson, notebook: src/one.ipynb, minutes: {smoke: 0.1}, reading_minutes: 5}
+  - {id: two, title: Not run, notebook: src/two.ipynb}
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("site")
+    (root / "src").mkdir()
+    (root / "course").mkdir()
+    (root / "course" / "syllabus.yaml").write_text(SYLLABUS, encoding="utf-8")
+    source = v4.new_notebook(cells=[v4.new_markdown_cell("# Lesson one"), v4.new_code_cell("fig")])
+    nbformat.write(source, str(root / "src" / "one.ipynb"))
+    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# Lesson two")]), str(root / "src" / "two.ipynb"))
+    out = root / "out"
+    out.mkdir()
+    nbformat.write(_executed_notebook(), str(out / "one.ipynb"))
+    syllabus = load_syllabus(root / "course" / "syllabus.yaml")
+    results = [LessonResult(id="one", title="The first lesson", status="ok", seconds=2.0, notebook=out / "one.ipynb")]
+    index = build_site(out, syllabus=syllabus, results=results, preset="smoke", summary_md="# Summary\n\nall ok\n")
+    assert index == out / "site" / "index.html"
+    return out / "site"
+
+
+def test_site_has_home_lessons_summary_search_and_downloads(site):
+    for page in ("index.html", "summary.html", "search.html", "notebooks/one.html", "notebooks/two.html"):
+        assert (site / page).is_file(), page
+    assert (site / "searchindex.js").is_file() and (site / "_static" / "plotly.min.js").is_file()
+    assert (site / "_static" / "mathjax" / "tex-svg.js").is_file()
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "The first lesson" in home and "notebooks/one.html" in home and "summary.html" in home
+    page = (site / "notebooks" / "one.html").read_text(encoding="utf-8")
+    downloads = re.findall(r'href="(\.\./_downloads/[^"]+)"', page)
+    assert len(downloads) == 2  # the student and the executed notebook (this course has no instructor copy)
+    student, executed = (nbformat.read(str((site / "notebooks" / d).resolve()), as_version=4) for d in downloads)
+    assert [c.get("outputs", []) for c in student.cells] == [[], []]
+    assert "widgets" not in executed.metadata and executed.cells[2].outputs[0]["data"][PLOTLY_MIME] == TWIN
+
+
+def test_site_pages_fetch_nothing_from_the_network(site):
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        remote = re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)="(https?:)?//[^"]*"', text)
+        assert remote == [], (page, remote[:3])
+
+
+def test_lesson_page_draws_the_figure_and_the_twin_with_the_sites_plotly(site):
+    page = (site / "notebooks" / "one.html").read_text(encoding="utf-8")
+    figures = _scripts_figures(page)
+    assert [f[0] for f in figures] == [FIGURE["data"], TWIN["data"]]
+    assert figures[1][2] == TWIN["frames"]
+    assert page.count('src="../_static/plotly.min.js') == 1
+    assert "mathjax/tex-svg.js" in page
+    assert len(page.encode()) < 3_000_000
+
+
+def test_build_site_checks_its_arguments(tmp_path, site):
+    syllabus = load_syllabus(site.parents[1] / "course" / "syllabus.yaml")
+    good = dict(syllabus=syllabus, results=[], preset="smoke", summary_md="# s")
+    with pytest.raises(TypeError, match="Syllabus"):
+        build_site(tmp_path, **{**good, "syllabus": "course/syllabus.yaml"})
+    with pytest.raises(TypeError, match="LessonResult"):
+        build_site(tmp_path, **{**good, "results": ["one"]})
+    with pytest.raises(ValueError, match="Invalid preset"):
+        build_site(tmp_path, **{**good, "preset": "huge"})
+    assert not (tmp_path / "site").exists()
