@@ -1098,6 +1098,17 @@ def NP(n=5):
     return np.linspace(0.1, 1.0, n)
 
 
+def LINE(a):
+    """A one-knob figure builder for slider_figure."""
+    import plotly.graph_objects as go
+
+    return go.Figure(go.Scatter(y=[0.0, a]))
+
+
+def KNOB(**kw):
+    return {"a": {"values": [1.0, 2.0], "default": 1.0, **kw}}
+
+
 def TOY():
     torch.manual_seed(0)
     return dro_lab.LogisticRegression(2, 2), torch.rand(6, 2, generator=_gen()), torch.arange(6) % 2
@@ -1467,6 +1478,18 @@ VIZ_BAD_INPUTS: dict[str, list] = {
             r"unknown methods \['x'\]",
         ),
     ],
+    "slider_figure": [
+        c("type:build=3", lambda: VZ().slider_figure(3, KNOB()), T, r"build"),
+        c("type:knobs=list", lambda: VZ().slider_figure(LINE, [1.0]), T, r"knobs"),
+        c("type:a knob is a list", lambda: VZ().slider_figure(LINE, {"a": [1.0, 2.0]}), T, r"knobs\['a'\]"),
+        c("empty:knobs={}", lambda: VZ().slider_figure(LINE, {}), V, r"knobs"),
+        c("empty:values=[]", lambda: VZ().slider_figure(LINE, KNOB(values=[])), V, r"values"),
+        c("name:default not among the values", lambda: VZ().slider_figure(LINE, KNOB(default=3.0)), V, r"default"),
+        c("name:unknown key", lambda: VZ().slider_figure(LINE, KNOB(colour="red")), V, r"colour"),
+        c("nan-inf:nan value", lambda: VZ().slider_figure(LINE, KNOB(values=[1.0, math.nan])), V, r"finite"),
+        c("type:build returns a dict", lambda: VZ().slider_figure(lambda a: {}, KNOB()), T, r"go.Figure"),
+        c("range:digits=1", lambda: VZ().slider_figure(LINE, KNOB(), digits=1), V, r"digits"),
+    ],
     # ---------------------------------------------------------------- widgets.py
     "beta_slider": [
         c("beta<0:value=-1", lambda: WG().beta_slider(-1.0), V, r"value|β"),
@@ -1486,16 +1509,20 @@ VIZ_BAD_INPUTS: dict[str, list] = {
     "panel": [
         c("type:figure_fn=3", lambda: WG().panel(3, {"a": WG().beta_slider()}), T, r"figure_fn"),
         c("type:controls=list", lambda: WG().panel(lambda **k: None, [1]), T, r"controls"),
+        c("type:twin=3", lambda: WG().panel(LINE, {"a": WG().beta_slider()}, twin=3), T, r"twin"),
+        c("name:twin names no control", lambda: WG().panel(LINE, {"a": WG().beta_slider()}, twin={"b": 1}), V, r"'b'"),
     ],
     "run_panel": [
         c("type:run_fn=3", lambda: WG().run_panel(3, {"a": WG().beta_slider()}), T, r"run_fn"),
         c("type:controls=list", lambda: WG().run_panel(lambda **k: None, [1]), T, r"controls"),
+        c("type:twin='a'", lambda: WG().run_panel(LINE, {"a": WG().beta_slider()}, twin="a"), T, r"twin"),
     ],
     "training_panel": [
         c("type:train=3", lambda: WG().training_panel(3), T, r"train"),
         c("type:a control without a value", lambda: WG().training_panel(print, {"a": 1}), T, r"controls"),
         c("type:metrics='loss'", lambda: WG().training_panel(print, metrics="loss"), T, r"metrics"),
         c("empty:metrics=[]", lambda: WG().training_panel(print, metrics=[]), V, r"metrics"),
+        c("type:twin=3", lambda: WG().training_panel(print, twin=3), T, r"twin"),
     ],
     "experiment_training_panel": [
         c("type:experiment=3", lambda: WG().experiment_training_panel(3, None, {}), T, r"experiment"),
@@ -1611,6 +1638,10 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("type:options=list", lambda: WG().comparison_panel(options=[1]), T, r"options"),
         c("name:options={'seeds': …}", lambda: WG().comparison_panel(options={"seeds": [1]}), V, r"options"),
         c("range:epochs=0", lambda: WG().comparison_panel(options={}, epochs=0), V, r"epochs"),
+    ],
+    "front_end": [
+        c("type:environ=list", lambda: WG().front_end(["VSCODE_PID"]), T, r"environ"),
+        c("name:DRO_LAB_FRONT_END=foo", lambda: WG().front_end({"DRO_LAB_FRONT_END": "foo"}), V, r"DRO_LAB_FRONT_END"),
     ],
 }
 

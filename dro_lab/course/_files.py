@@ -48,11 +48,14 @@ def code_sha256(path: Path) -> str:
 @functools.lru_cache(maxsize=1)
 def library_sha256() -> str:
     """The SHA-256 of the library's source: every ``.py`` file of the installed ``dro_lab`` package with its path,
-    in path order. Part of a lesson run's resume key, so that a change to ``dro_lab/`` re-runs the lessons (computed
-    once a process: a run does not edit the library under itself)."""
+    in path order, but the website builder's (``dro_lab/course/site/``: it never runs inside a lesson). Part of a
+    lesson run's resume key, so that a change to ``dro_lab/`` re-runs the lessons (computed once a process: a run
+    does not edit the library under itself)."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
+        if path.parent.name == "site" and path.parent.parent.name == "course":
+            continue  # the website builder reads executed notebooks after the run: an edit there re-runs nothing
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

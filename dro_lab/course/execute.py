@@ -9,7 +9,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -73,6 +72,15 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
     write_text_atomic(_run_record_path(task), json.dumps(payload, indent=2, default=str))
 
 
+def _read_run_record(out: Path, lesson_id: str) -> dict[str, Any] | None:
+    """``<out>/<lesson_id>.run.json`` as a dict, or None when it is missing or unreadable."""
+    try:
+        record = json.loads((Path(out) / f"{lesson_id}.run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
     """The earlier ``<id>.run.json`` when it says ``ok`` for the same preset, parameters, code (the notebook's
     code cells and kernel: :func:`~._files.code_sha256`), dro_lab version and library source hash, and the executed
@@ -96,9 +104,8 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _cached_result(task: Mapping[str, Any], html_lock: threading.Lock | None = None) -> LessonResult | None:
-    """The earlier run of ``task`` if it can stand for a new one (resume), else None. (``html_lock`` is unused:
-    pages are built with the site after the run.)
+def _cached_result(task: Mapping[str, Any]) -> LessonResult | None:
+    """The earlier run of ``task`` if it can stand for a new one (resume), else None.
 
     When only the lesson's prose changed since that run, its executed notebook takes the new markdown cells and
     keeps its outputs (:func:`~.rerender.rerender_file`), and ``<id>.run.json`` records the new notebook hash.
@@ -140,6 +147,8 @@ def _kernel_env(task: Mapping[str, Any], record_path: Path) -> dict[str, str]:
         RECORD_ENV: str(record_path),
         # the mime type JupyterLab and VS Code draw even in an untrusted notebook; the site converts it
         "PLOTLY_RENDERER": "plotly_mimetype",
+        # panels show their live widget (and leave their static twin for the site), whatever the parent process
+        "DRO_LAB_FRONT_END": "jupyter",
         PRESET_ENV: str(task["parameters"].get("preset", task["preset"])),
         **task["env"],
     }
@@ -165,9 +174,7 @@ def _run_papermill(task: Mapping[str, Any], control: _RunControl, out: Path) -> 
             control.forget(process)
 
 
-def _execute_lesson(
-    task: Mapping[str, Any], html_lock: threading.Lock | None = None, control: _RunControl | None = None
-) -> LessonResult:
+def _execute_lesson(task: Mapping[str, Any], control: _RunControl | None = None) -> LessonResult:
     """Run one lesson: papermill in a subprocess (its own kernel). Never raises
     for a failing lesson; writes ``<id>.run.json`` at the end. Raises :class:`_Cancelled` when the
     run was interrupted before the lesson started."""

@@ -4,9 +4,9 @@ and raises :class:`~.control.RunInterrupted`."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -159,7 +159,7 @@ def _run_tasks(
         return run_tasks_on_dask(tasks, jobs=jobs, force=force, on_result=on_result, scheduler=scheduler)
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    html_lock, control = threading.Lock(), _RunControl()
+    control = _RunControl()
     results: list[LessonResult | None] = [None] * len(tasks)
     futures: dict[Any, int] = {}
     pool: ThreadPoolExecutor | None = None
@@ -172,7 +172,7 @@ def _run_tasks(
     try:
         pending = []
         for position, task in enumerate(tasks):
-            cached = None if force else _cached_result(task, html_lock)
+            cached = None if force else _cached_result(task)
             if cached is None:
                 pending.append(position)
             else:
@@ -183,7 +183,7 @@ def _run_tasks(
             # Threads only wait on papermill subprocesses, so the GIL is no bottleneck. The main thread
             # waits in as_completed, where a Ctrl-C lands.
             pool = ThreadPoolExecutor(max_workers=workers)
-            futures.update({pool.submit(_execute_lesson, tasks[p], html_lock, control): p for p in pending})
+            futures.update({pool.submit(_execute_lesson, tasks[p], control): p for p in pending})
             for future in as_completed(futures):
                 report(futures[future], _outcome(future, tasks[futures[future]]))
             pool.shutdown(wait=True)
@@ -218,6 +218,24 @@ def _lesson_parameters(
     return params
 
 
+def _earlier_run(skipped: LessonResult, out_dir: Path) -> LessonResult:
+    """A lesson this run skipped (``only``) as its last ok run in ``out_dir`` shows it, so that running one lesson
+    into a course folder keeps the other lessons' pages; the skipped result itself when there is none."""
+    from .execute import _read_run_record  # here: only the site needs an earlier run's record
+
+    earlier = _read_run_record(out_dir, skipped.id)
+    executed = out_dir / f"{skipped.id}.ipynb"
+    if earlier is None or earlier.get("status") != "ok" or not executed.is_file():
+        return skipped
+    seconds = earlier.get("seconds")
+    return dataclasses.replace(
+        skipped,
+        status="cached",
+        notebook=executed,
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+    )
+
+
 def publish_site(
     results: Sequence[LessonResult],
     out_dir: Path,
@@ -231,7 +249,8 @@ def publish_site(
     from .site import build_site, lesson_page_path  # here: nbformat and plotly load only when a site is built
 
     summary = summary_markdown(results, out_dir, syllabus=syllabus, preset=preset, parameters=parameters)
-    index = build_site(out_dir, syllabus=syllabus, results=results, preset=preset, summary_md=summary)
+    shown = [_earlier_run(r, out_dir) if r.status == "skipped" else r for r in results]
+    index = build_site(out_dir, syllabus=syllabus, results=shown, preset=preset, summary_md=summary)
     for result in results:
         if result.notebook is not None:
             result.html = lesson_page_path(index, syllabus, result.id)

@@ -19,6 +19,8 @@ re-exported here from its module:
 - :mod:`.comparison`: the capstone's every-method figure (lesson 07);
 - :mod:`.experiments`: a paper's experiment: learning curves over seeds, the final metric seed by seed, the
   shipped reference run beside the reader's own;
+- :mod:`.slider`: :func:`slider_figure`, a figure with its own plotly sliders over precomputed knob values
+  (a panel's static twin, drawn with no kernel);
 - :mod:`._style`: ``PALETTE``, the common layout and shared drawing helpers.
 
 The numbers the figures draw are computed by the library, never here; a few of those functions are also
@@ -63,6 +65,7 @@ from .importance import (
     loss_against_time_figure,
 )
 from .sampling import age_figure, hws_sampling_figure, mc_error_figure, minority_mass_figure, sampling_figure
+from .slider import slider_figure
 from .smoothing import (
     bo_progress_figure,
     cost_vs_T_figure,
@@ -158,4 +161,6 @@ __all__ = [
     "experiment_curves_figure",
     "reference_beside_live_figure",
     "experiment_seeds_figure",
+    # static twins (the course site)
+    "slider_figure",
 ]

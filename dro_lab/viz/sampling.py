@@ -79,7 +79,10 @@ def _add_probability_dots(
     fig: go.Figure, ln: np.ndarray, qn: np.ndarray, yn: np.ndarray, classes: Sequence[int], minority: int | None
 ) -> None:
     """Each example's q_i against its loss, one trace per class, the minority large and red (left panel)."""
-    floor = max(qn[qn > 0].min() if np.any(qn > 0) else 1.0 / len(qn), 1e-30)  # zeros on a log axis
+    # an underflowed q_i = 0 cannot sit on a log axis: draw it a decade below the smallest positive q (at a large β
+    # only the hardest example keeps q > 0, and the others must not be drawn on top of it)
+    smallest = qn[qn > 0].min() if np.any(qn > 0) else 1.0 / len(qn)
+    floor = max(smallest / 10.0, 1e-30) if np.any(qn == 0) else smallest
     for c in classes:
         m = yn == c
         if not m.any():

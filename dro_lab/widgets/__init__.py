@@ -15,7 +15,11 @@ by the rest of dro_lab. Widgets always say which symbol they are: "β (KL invers
   :mod:`dro_lab.attacks`'s);
 - :mod:`.comparison`: the capstone's Run panel (lesson 07);
 - :mod:`.training`: :func:`training_panel`, a network's curves drawn epoch by epoch as it trains;
-  :func:`experiment_training_panel`, the same over one paper's experiment (a method menu and its knobs).
+  :func:`experiment_training_panel`, the same over one paper's experiment (a method menu and its knobs);
+- :mod:`.twin`: every panel's static twin — ``box.static_twin``, a plotly figure with its own sliders over
+  precomputed knob values, carried in the displayed output's metadata for the course site — and
+  :func:`front_end`, which says where the outputs are drawn (Colab and VS Code get the twin instead of the
+  live panel, with a note saying why).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from .sliders import (
 )
 from .smoothing import gils_toy_panel
 from .training import experiment_training_panel, training_panel
+from .twin import front_end
 from .weights import toy_panel, weights_panel
 
 __all__ = [
@@ -85,4 +90,6 @@ __all__ = [
     "gils_toy_panel",
     # lesson 07
     "comparison_panel",
+    # static twins and the front-end
+    "front_end",
 ]

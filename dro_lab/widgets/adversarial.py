@@ -26,7 +26,8 @@ def done_r_panel(losses, labels, *, r: float = 1.0, class_names=None) -> W.Box:
 
     ω comes from :func:`dro_lab.adversarial_training.done_weights` (η = 1: exact batch softmax) and is
     drawn by :func:`dro_lab.viz.done_weight_figure`; the read-out gives the effective sample size
-    :math:`1/\sum\omega_i^2` against |B| and the largest :math:`\omega_i|\mathcal B|`.
+    :math:`1/\sum\omega_i^2` against |B| and the largest :math:`\omega_i|\mathcal B|`. The static twin holds
+    r at 0.1, 1, 10, 100 and its start: five softmaxes, instant.
     """
     ell = torch.as_tensor(losses, dtype=torch.float64).reshape(-1)
 
@@ -49,7 +50,10 @@ def attack_toy_panel(
     The model's P(class 1) (softmax column 1) on a ``grid × grid`` mesh over the points' box padded by the
     largest ε is computed once; each move reruns :func:`dro_lab.adversarial.pgd_attack` (``steps`` steps,
     no clamp, a generator seeded 0) on the ≤ 200 points and redraws :func:`dro_lab.viz.attack_toy_figure`.
-    The read-out gives the robust accuracy at ε and the clean accuracy.
+    The read-out gives the robust accuracy at ε and the clean accuracy. The static twin holds ε ∈ {0, 0.1, 0.2,
+    0.3, 0.5, 1} and α ∈ {0.01, 0.05, 0.1, 0.2, 0.5} (with the starting values), one at a time: about ten
+    PGD runs on the toy, a fraction of a second; the mesh, the same in every frame, is sent once when the twin
+    would pass its size budget.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -89,4 +93,5 @@ def attack_toy_panel(
         )
         return fig, f"robust accuracy at ε = {eps:.2f}: {robust:.3f} (clean {clean:.3f})"
 
-    return live_panel(build, {"eps": eps_w, "alpha": alpha_w}, title="PGD attack on a 2-D toy")
+    twin = {"eps": [0.0, 0.1, 0.2, 0.3, 0.5, 1.0], "alpha": [0.01, 0.05, 0.1, 0.2, 0.5]}
+    return live_panel(build, {"eps": eps_w, "alpha": alpha_w}, title="PGD attack on a 2-D toy", twin=twin)

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from .. import viz
 from .._validation import check_callable, check_int
 from ..experiments.comparison import METHODS, pareto_front, run_comparison, summarise
-from .panels import figure_box, redraw
+from .panels import _ends, figure_box, redraw
 from .sliders import (
     STYLE,
     beta_slider,
@@ -29,6 +29,7 @@ from .sliders import (
     ls_alpha_slider,
     optimism_slider,
 )
+from .twin import knob, knobs_from_controls, static_twin_of, twin_note
 
 _RUN_TIP = "re-train the selected methods on a small budget (one seed; seconds per method)"
 #: The slider knobs and their defaults (those of run_comparison).
@@ -37,6 +38,8 @@ _SLIDER_KNOBS = {"beta": 10.0, "done_r": 1.0, "cvar_alpha": 0.2, "is_alpha": 0.5
 _PANEL_SET = {"methods", "seeds", "epochs", "progress", "callback"}
 #: The panel's figure size: the controls take the left of the output.
 FIGURE_SIZE = dict(width=760, height=540)
+#: Epochs of the static twin's short runs (the panel's Run button trains ``epochs``).
+TWIN_EPOCHS = 2
 
 
 def comparison_panel(
@@ -73,6 +76,13 @@ def comparison_panel(
     of :func:`dro_lab.experiments.pareto_front`; ``summary`` (e.g. the notebook's headless result) is drawn
     before the first click. The read-out names the best worst-group method and the front. Printed output and
     errors of a run show under the button.
+
+    The static twin (on first display) holds β at its start and its range's two ends, and each other slider at
+    its start and the farther end of its range, one slider at a time. With ``options`` it trains short runs
+    (:data:`TWIN_EPOCHS` epochs, the seed ``seed``): every selected method once at the starting knobs, then, per
+    other knob value, only the methods that knob moves (found by comparing their options; ERM runs beside them
+    as the cost reference): 13 + 19 method runs for lesson 07's smoke setting, about two seconds on one CPU
+    thread. With ``run_fn`` it calls ``run_fn`` with every selected method at each of those values (8 calls).
     """
     run_fn = _run_function(run_fn, options, seed, epochs, reference)
     selector = _method_selector(list(METHODS) if methods is None else methods, selected)
@@ -102,11 +112,62 @@ def comparison_panel(
             button.disabled = False
 
     button.on_click(on_click)
-    box = figure_box(
-        "Every method on one benchmark", {"methods": selector, **controls}, readout, widget, extra=(button, log)
-    )
+    title = "Every method on one benchmark"
+    box = figure_box(title, {"methods": selector, **controls}, readout, widget, extra=(button, log))
     box.methods, box.button, box.sliders, box.run_fn = selector, button, controls, run_fn
-    return box
+    own = _own_run(run_fn)
+    twin_run = _run_function(None, options, seed, min(epochs, TWIN_EPOCHS), reference) if own else run_fn
+    factory, note = _twin(twin_run, controls, list(selector.value), reference, by_method=own)
+    return box.set_twin(factory, title=title, note=note)
+
+
+def _own_run(run_fn) -> bool:
+    """Whether ``run_fn`` is the panel's own (built from ``options``): then the twin knows which methods a knob
+    moves."""
+    return getattr(run_fn, "__qualname__", "").startswith("_run_function.")
+
+
+def _twin(run, controls, names, reference, *, by_method: bool):
+    """The static twin's factory and note: the summary at the starting knobs, and per other knob value the
+    methods it moves re-run (every method when ``run`` is the reader's own function)."""
+    knobs = knobs_from_controls(controls, {k: _ends(w) if k == "beta" else _far_end(w) for k, w in controls.items()})
+    start = {k: w.value for k, w in controls.items()}
+    cache: dict = {}
+    log = W.Output()  # the runs' printed output goes nowhere visible
+
+    def summary(methods: list[str], values: Mapping) -> dict:
+        key = (tuple(methods), tuple(sorted(values.items())))
+        if key not in cache:
+            cache[key] = {e["method"]: e for e in _run_summary(run, log, reference, methods=methods, **values)}
+        return cache[key]
+
+    def build(**values):
+        values = {**start, **values}
+        entries = dict(summary(names, start))
+        moved = [k for k in values if values[k] != start[k]]
+        if moved:
+            users = _moved_by(moved[0], names) if by_method else names
+            again = list(dict.fromkeys(([reference] if reference in names else []) + users))
+            entries.update({m: e for m, e in summary(again, values).items() if m in users})
+        return _draw([entries[m] for m in names if m in entries], reference)[0]
+
+    how = f"Short runs ({TWIN_EPOCHS} epochs, one seed)" if by_method else "Precomputed runs"
+    return static_twin_of(build, knobs), twin_note(knobs, how=how, live="runs any value (Run button)")
+
+
+def _far_end(widget) -> list:
+    """The control's value and the end of its grid farther from it (the capstone's α's and r: one more run
+    each keeps the twin within a couple of seconds)."""
+    spec = knob(widget)
+    values, start = spec["values"], spec["values"].index(spec["default"])
+    return [spec["default"], values[0] if start >= len(values) - 1 - start else values[-1]]
+
+
+def _moved_by(knob: str, names: list[str]) -> list[str]:
+    """The methods among ``names`` whose options change with ``knob`` (compared at two values)."""
+    base = {k: p.default for k, p in inspect.signature(run_comparison).parameters.items()}
+    return [n for n in names if n in METHODS and repr(METHODS[n].options({**base, knob: 0.123}))
+            != repr(METHODS[n].options({**base, knob: 0.456}))]  # fmt: skip
 
 
 def _run_function(run_fn, options, seed, epochs, reference) -> Callable[..., object]:

@@ -18,7 +18,11 @@ from ..experiments.papers.also import ALSO_EXPERIMENT
 from ..optim.prox import bilinear_game_path
 from .panels import figure_box, live_panel, redraw
 from .sliders import STYLE, WIDE, group_beta_slider, optimism_slider
-from .training import experiment_training_panel
+from .training import _experiment_panel
+from .twin import knobs_from_controls, static_twin_of, twin_note
+
+#: The ALSO panel's twin trains whole runs (every epoch, every example): they are cheap.
+ALSO_TWIN_BUDGET = {"epochs": None, "train": None, "test": None, "runs": 12}
 
 
 def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> W.Box:
@@ -26,7 +30,9 @@ def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> 
 
     Sliders "α (optimism)" ∈ [0, 2] and "γ (step size)" ∈ [0.01, 0.5] recompute both paths of
     :func:`dro_lab.optim.bilinear_game_path` (cheap, so live) and redraw the traces of
-    :func:`dro_lab.viz.bilinear_figure`; the read-out gives the final distances to the saddle.
+    :func:`dro_lab.viz.bilinear_figure`; the read-out gives the final distances to the saddle. The static twin
+    holds α ∈ {0, 0.5, 1, 1.5, 2} and γ ∈ {0.05, 0.1, 0.2, 0.3, 0.5} (with the starting values), one at a time:
+    about 10 pairs of paths, a fraction of a second.
     """
     check_number(lr, "lr (γ (step size))", low=0.0, low_open=True)
     bilinear_game_path(lr=lr, alpha=alpha, steps=steps)  # validates alpha and steps with their names
@@ -57,14 +63,16 @@ def bilinear_panel(*, lr: float = 0.1, alpha: float = 1.0, steps: int = 300) -> 
             readout_format=".2f",
         ),
     }
-    return live_panel(build, controls, title="Optimistic descent–ascent on a bilinear game")
+    twin = {"alpha": [0.0, 0.5, 1.0, 1.5, 2.0], "lr": [0.05, 0.1, 0.2, 0.3, 0.5]}
+    return live_panel(build, controls, title="Optimistic descent–ascent on a bilinear game", twin=twin)
 
 
 def tau_panel(group_losses, prior=None, *, beta: float = 10.0, labels=None) -> W.Box:
     r"""π* ∝ π̂ exp(β L) per group against the prior, as β = 1/τ moves (log slider 10⁻² … 10³).
 
     Redraws :func:`dro_lab.viz.pi_star_bar_figure`; the read-out gives the radius reached,
-    :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)`, and τ = 1/β.
+    :math:`r=\mathrm{KL}(\pi^\star\|\hat\pi)`, and τ = 1/β. The static twin holds β at every power of ten
+    of the slider's range (and its start): six closed forms, instant.
     """
 
     def build(beta):
@@ -83,6 +91,9 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
     :func:`dro_lab.viz.pi_trajectory_figure` is redrawn in place and the read-out gives the final
     :math:`r = \\mathrm{KL}(\\pi_T\\|\\hat\\pi)` (from ``"kl"``, else computed against the prior,
     uniform by default). Printed output and errors of ``simulate`` show under the button.
+
+    The static twin calls ``simulate`` five times on first display: at the starting β and α, at β = 1 and 100
+    (α at its start) and at α = 0 and 2 (β at its start) — lesson 04's iris run takes about 0.1 s each.
     """
     check_callable(simulate, "simulate")
     controls = {"beta": group_beta_slider(beta, description="β = 1/τ"), "alpha": optimism_slider(alpha)}
@@ -102,22 +113,29 @@ def pi_run_panel(simulate: Callable[..., Mapping], *, beta: float = 10.0, alpha:
                 result = simulate(**values)
             kl = result.get("kl")
             r = float(kl[-1]) if kl is not None else viz.kl_to_prior(result["pi"][-1], result.get("prior"))
-            fig = viz.pi_trajectory_figure(
-                result["pi"],
-                labels=result.get("labels"),
-                prior=result.get("prior"),
-                kl=kl,
-                x_title=result.get("x_title", "step t"),
-                title=f"π over training, β = {values['beta']:.3g} "
-                f"(τ = {1 / values['beta']:.3g}), α = {values['alpha']:.2f}",
-            )
-            redraw(widget, fig)
+            redraw(widget, _pi_figure(result, **values))
             readout.value = f"final r = KL(π_T‖π̂) = {r:.4f}"
         finally:
             button.disabled = False
 
     button.on_click(on_click)
-    return figure_box("π over training (ALSO / Mirror-Prox)", controls, readout, widget, extra=(button, log))
+    title = "π over training (ALSO / Mirror-Prox)"
+    box = figure_box(title, controls, readout, widget, extra=(button, log))
+    knobs = knobs_from_controls(controls, {"beta": [1.0, 100.0], "alpha": [0.0, 2.0]})
+    factory = static_twin_of(lambda beta, alpha: _pi_figure(simulate(beta=beta, alpha=alpha), beta, alpha), knobs)
+    return box.set_twin(factory, title=title, note=twin_note(knobs, how="Precomputed runs", live="runs any value"))
+
+
+def _pi_figure(result: Mapping, beta: float, alpha: float) -> go.Figure:
+    """:func:`dro_lab.viz.pi_trajectory_figure` of one ``simulate`` result."""
+    return viz.pi_trajectory_figure(
+        result["pi"],
+        labels=result.get("labels"),
+        prior=result.get("prior"),
+        kl=result.get("kl"),
+        x_title=result.get("x_title", "step t"),
+        title=f"π over training, β = {beta:.3g} (τ = {1 / beta:.3g}), α = {alpha:.2f}",
+    )
 
 
 def also_training_panel(
@@ -138,7 +156,10 @@ def also_training_panel(
     and ALSO's three knobs as log / linear sliders: "η_π (π's step)" 10⁻⁵ … 10⁻¹, "τ (KL pull to the prior,
     β = 1/τ)" 10⁻² … 10² and "α (optimism)" 0 … 2 (the methods without such a knob ignore it). Each **Train**
     click trains the chosen method on ``splits`` with ``config`` as the experiment's runner does and draws the
-    training loss and the worst-class test accuracy. Headless the panel is inert.
+    training loss and the worst-class test accuracy. Headless the panel is inert; its static twin (on first
+    display) draws every method's curves from whole runs of ``config`` (:data:`ALSO_TWIN_BUDGET`: this
+    experiment's models are small, one smoke run takes about 0.05 s), the three knobs at their value and at
+    their slider's ends, one at a time: nine runs, about half a second on lesson 04's smoke data.
     """
     check_number(pi_lr, "pi_lr", low=1e-5, high=1e-1)
     check_number(tau, "tau", low=1e-2, high=1e2)
@@ -149,7 +170,7 @@ def also_training_panel(
                                 style=STYLE, layout=WIDE, readout_format=".2g"),
         "alpha": optimism_slider(alpha),
     }  # fmt: skip
-    return experiment_training_panel(
+    return _experiment_panel(
         ALSO_EXPERIMENT,
         splits,
         config,
@@ -159,4 +180,5 @@ def also_training_panel(
         seed=seed,
         device=device,
         title="ALSO's experiment (§6.1): one run, epoch by epoch",
+        budget=ALSO_TWIN_BUDGET,
     )

@@ -25,7 +25,9 @@ def hws_panel(
     Redraws :func:`dro_lab.viz.hws_sampling_figure` (q against the loss by class, the q-mass of
     each class against its uniform share, the ``minority`` class's expected draws per batch of
     ``batch_size``). β runs over ``10^min_exp … 10^max_exp`` (10⁻² … 10³ by default); the left end
-    is practically ERM. The note under the controls says that the two divergences' β scales differ.
+    is practically ERM. The note under the controls says that the two divergences' β scales differ. The static
+    twin holds β at the slider's powers of ten (and its start) and both divergences, one at a time: eight
+    figures, a fraction of a second.
     """
 
     def fig(beta, divergence):

@@ -45,6 +45,10 @@ def gils_toy_panel(
     :func:`dro_lab.viz.shift_field_figure` over the model's predicted class; the read-out gives γ, β = 1/γ and
     ρ̂ and says when the ascent diverged (η·γ too large). T = 0 gives no shift and ρ̂ = 0 (γ then reads "nan"
     in r-mode: any γ fits).
+
+    The static twin holds α ∈ {0, 0.1, 0.3, 0.5}, T ∈ {0, 2, 5, 10, 20} and γ at the powers of ten 10⁻³ … 10³
+    (or r ∈ {0.03, 0.1, 0.3, 1}), each with its starting value, one at a time: about a dozen frames, each
+    running the shifts again (and, in r-mode, the γ search): about a second for lesson 06's toy.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -76,11 +80,13 @@ def gils_toy_panel(
         return fig, text
 
     controls: dict[str, W.Widget] = {"alpha": ls_alpha_slider(alpha), "T": gils_steps_slider(steps)}
+    twin = {"alpha": [0.0, 0.1, 0.3, 0.5], "T": [0, 2, 5, 10, 20]}
     if target_radius is None:
         controls["gamma"] = gils_gamma_slider(gamma)
     else:
         controls["r"] = target_radius_slider(target_radius)
-    return live_panel(build, controls, title="GI-LS: label smoothing rotates the worst-case shift")
+        twin["r"] = [0.03, 0.1, 0.3, 1.0]
+    return live_panel(build, controls, title="GI-LS: label smoothing rotates the worst-case shift", twin=twin)
 
 
 def _gamma_for_target(rho_of_gamma, T: int, r: float) -> tuple[float, str]:

@@ -424,7 +424,8 @@ def test_a_change_to_the_library_source_reruns_the_lessons(tmp_path, monkeypatch
     root = Path(dro_lab.__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        if path.relative_to(root).parts[:2] != ("course", "site"):  # the site builder never runs in a lesson
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     kwargs = dict(preset="smoke", out=tmp_path / "out", jobs=1, timeout=120, html=False, only=["square"])
     first = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}

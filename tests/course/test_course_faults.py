@@ -381,7 +381,7 @@ def test_run_interrupted_in_process_marks_unstarted_lessons(tmp_path, monkeypatc
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     out = tmp_path / "out"
 
-    def fake_execute(task, html_lock, control):
+    def fake_execute(task, control):
         if task["id"] == "minimal":
             return LessonResult(id="minimal", title=task["title"], status="ok")
         control.cancel.wait(30)  # "sleepy" would start only after the interrupt: it never does

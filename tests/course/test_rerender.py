@@ -132,3 +132,29 @@ def test_the_runner_re_renders_prose_and_runs_code(tmp_path):
     nbformat.write(nb, str(source))
     [edited] = run_course(syllabus, **kwargs)
     assert edited.status == "ok" and edited.records["cube"] == 27
+
+
+TWO_LESSONS = """\
+title: Two lessons
+lessons:
+  - {id: square, title: Squares a number, notebook: src/square.ipynb}
+  - {id: passing, title: A passing lesson, notebook: src/passing.ipynb}
+"""
+
+
+def test_running_one_lesson_keeps_the_other_lessons_pages(tmp_path):
+    syllabus = make_course(tmp_path, TWO_LESSONS)
+    out = tmp_path / "out"
+    kwargs = dict(preset="smoke", out=out, jobs=1, timeout=120)
+    assert [r.status for r in run_course(syllabus, html=False, **kwargs)] == ["ok", "ok"]
+    results = run_course(syllabus, only=["passing"], force=True, **kwargs)
+    assert [r.status for r in results] == ["skipped", "ok"]
+    square = (out / "site" / "notebooks" / "square.html").read_text(encoding="utf-8")
+    assert "Executed with the" in square and "Not executed in this run" not in square
+    # its executed copy is offered for download, as the lesson that ran now
+    assert square.count('class="reference download internal"') == passing_downloads(out) >= 2
+
+
+def passing_downloads(out):
+    page = (out / "site" / "notebooks" / "passing.html").read_text(encoding="utf-8")
+    return page.count('class="reference download internal"')

@@ -46,11 +46,21 @@ def _executed_notebook():
     panel.outputs = [_widget_output(TWIN)]
     bare = v4.new_code_cell("slider")
     bare.outputs = [_widget_output(None)]
+    bar = v4.new_code_cell("run()")
+    bar.outputs = [
+        v4.new_output(
+            "display_data",
+            data={
+                WIDGET_MIME: {"model_id": "t", "version_major": 2, "version_minor": 0},
+                "text/plain": "hws: training runs:   0%|   | 0/4 [00:00<?, ?run/s]",
+            },
+        )
+    ]
     printed = v4.new_code_cell("print(1)")
     printed.outputs = [v4.new_output("stream", name="stdout", text="1\n")]
     nb = v4.new_notebook(
         cells=[v4.new_markdown_cell("# Lesson\n\nInline $\\beta^2$ and\n\n$$q_i \\propto e^{\\beta \\ell_i}$$"), figure]
-        + [panel, bare, printed]
+        + [panel, bare, printed, bar]
     )
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"abc": {"x": "5 MB"}}}}
     return nb
@@ -81,6 +91,7 @@ def test_published_notebook_keeps_no_widget_state_and_draws_from_shared_plotly()
     bare = published.cells[3].outputs[0]["data"]
     assert list(bare) == ["text/html"] and "JupyterLab" in bare["text/html"]
     assert published.cells[4].outputs[0]["text"] == "1\n"
+    assert published.cells[5].outputs == []  # a tqdm bar is dropped
     ids = re.findall(r'<div id="([^"]+)"', fig_html + twin_html)
     assert ids == ["lesson-fig-1", "lesson-fig-2"]
 

@@ -113,3 +113,19 @@ def test_minority_mass_figure_draws_the_softmax_mass_of_the_class():
     assert "draws per batch" in fig.layout.title.text
     chi2 = by_name["χ² at 2β"].y
     assert np.all((np.asarray(chi2) >= 0) & (np.asarray(chi2) <= 1))
+
+
+def test_underflowed_probabilities_are_drawn_below_the_hardest_example():
+    """At a large β every q_i but the hardest example's underflows to 0: those dots go a decade below the smallest
+    positive q (here 1.0), never on top of it."""
+    import numpy as np
+    import torch
+
+    from dro_lab import viz
+
+    losses = torch.tensor([0.1, 0.2, 0.3, 50.0])
+    labels = torch.tensor([0, 1, 0, 1])
+    fig = viz.hws_sampling_figure(losses, labels, beta=1000.0, divergence="kl", minority=1, batch_size=2)
+    dots = {t.name: np.asarray(t.y) for t in fig.data if str(t.name).startswith("class")}
+    ys = np.concatenate(list(dots.values()))
+    assert sorted(ys.tolist()) == [0.1, 0.1, 0.1, 1.0]

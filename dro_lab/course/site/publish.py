@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import re
 from typing import Any
 
 import nbformat
@@ -67,6 +68,14 @@ def _twin_output(meta: dict[str, Any], div_id: str) -> dict[str, Any]:
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": body}}
 
 
+_PROGRESS_BAR = re.compile(r"\d+%\|.*\|\s*\d+/\d+")  # tqdm's text: "  0%|          | 0/4 [00:00<?, ?run/s]"
+
+
+def _is_progress_bar(text: Any) -> bool:
+    text = "".join(text) if isinstance(text, list) else str(text)
+    return bool(_PROGRESS_BAR.search(text))
+
+
 def _published_output(output: dict[str, Any], div_id: str) -> dict[str, Any] | None:
     """One output as the page shows it (None: nothing to show)."""
     if output.get("output_type") not in _DISPLAY:
@@ -76,6 +85,8 @@ def _published_output(output: dict[str, Any], div_id: str) -> dict[str, Any] | N
         meta = (output.get("metadata") or {}).get("dro_lab") or {}
         if isinstance(meta.get("static_twin"), dict):
             return _twin_output(meta, div_id)
+        if _is_progress_bar(data.get("text/plain", "")):
+            return None  # a tqdm bar: it said how far a run had got, nothing a reader of the page needs
         return {"output_type": "display_data", "metadata": {}, "data": {"text/html": _note(LIVE_ONLY, "dro-lab-live")}}
     if PLOTLY_MIME in data:
         figure = data[PLOTLY_MIME]
