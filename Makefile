@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 .PHONY: env course test lint lab bench reference clean help
 
 help:
-	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/"
+	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/ and build the website $(OUT)/site/"
 	@echo "make test    - set up .venv, run the whole test suite"
 	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"

@@ -78,16 +78,17 @@ def _minutes(value: float | None) -> str:
 def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: str, pages: Mapping[str, str]) -> str:
     """The landing page: the course's description and a table of the lessons (link, reading and run time, status)."""
     rows = []
-    for lesson in syllabus.lessons:
+    for number, lesson in enumerate(syllabus.lessons):
         r = results.get(lesson.id)
         status = r.status if r is not None else "not run"
         seconds = f"{r.seconds:.0f}" if r is not None and r.status in ("ok", "cached", "failed") else ""
         link = f"[{lesson.title.replace('|', '/')}]({pages[lesson.id]}.ipynb)"
         rows.append(
-            f"| {lesson.id} | {link} | {_minutes(lesson.reading_minutes)} | "
+            f"| {number:02d} | {link} | {_minutes(lesson.reading_minutes)} | "
             f"{_minutes(lesson.minutes.get(preset))} | {status} | {seconds} |"
         )
-    toctree = "\n".join(f"{pages[lesson.id]}" for lesson in syllabus.lessons)
+    lessons = "\n".join(f"{pages[lesson.id]}" for lesson in syllabus.lessons)
+    extra = [f"course/{name[:-3]}" for name in COURSE_PAGES if (syllabus.root / "course" / name).is_file()]
     description = (syllabus.description or "").strip()
     return "\n".join(
         [
@@ -98,7 +99,7 @@ def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: s
             f"Every lesson below was executed with the `{preset}` preset; its page shows the outputs of that run.",
             "Each page has launch buttons (Binder, Colab) at the top and links to download its notebook.",
             "",
-            "| lesson | title | reading (min) | run (min, expected) | this run | seconds |",
+            "| # | lesson | reading (min) | run (min, expected) | this run | seconds |",
             "|---|---|---:|---:|---|---:|",
             *rows,
             "",
@@ -108,9 +109,15 @@ def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: s
             ":hidden:",
             ":caption: Lessons",
             "",
-            toctree,
+            lessons,
+            "```",
+            "",
+            "```{toctree}",
+            ":hidden:",
+            ":caption: The course",
+            "",
             "summary",
-            *(f"course/{name[:-3]}" for name in COURSE_PAGES if (syllabus.root / "course" / name).is_file()),
+            *extra,
             "```",
             "",
         ]
@@ -167,7 +174,10 @@ def write_sources(
     write_if_changed(src / "conf.py", conf_py(syllabus.title))
     write_if_changed(src / "_static" / "dro_lab.css", _CSS)
     write_if_changed(src / "index.md", home_page(syllabus, by_id, preset, pages))
-    write_if_changed(src / "summary.md", summary_md)
+    lines = summary_md.splitlines()
+    if lines and lines[0].startswith("# "):  # the navigation shows the page title: keep it short
+        lines[0] = f"# Run summary ({preset} preset)"
+    write_if_changed(src / "summary.md", "\n".join(lines) + "\n")
     for name in COURSE_PAGES:
         page = syllabus.root / "course" / name
         if page.is_file():
