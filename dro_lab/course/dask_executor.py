@@ -51,9 +51,9 @@ from typing import Any
 from .. import __version__
 from ._files import library_sha256
 from .control import _LAUNCH_GAP, RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
-from .execute import _cached_result, _execute_lesson, _write_run_record
+from .execute import _execute_lesson, _write_run_record
 from .results import LessonResult
-from .runner import _not_started, _share_cores
+from .runner import _not_started, _report_cached, _share_cores
 from .syllabus import SYLLABUS_RELPATH, find_syllabus
 
 #: The executors of :func:`~.runner.run_course`: the local thread pool (the default) or a Dask cluster.
@@ -510,13 +510,7 @@ def run_tasks_on_dask(
     distributed = _import_distributed()
     report = _Report(tasks, on_result)
     try:
-        pending = []
-        for position, task in enumerate(tasks):
-            cached = None if force else _cached_result(task)
-            if cached is None:
-                pending.append(position)
-            else:
-                report(position, cached)
+        pending = _report_cached(tasks, force, report)
         if pending:
             workers = min(jobs, len(pending))
             if scheduler is None:

@@ -137,6 +137,20 @@ def _report_late(
                     pass
 
 
+def _report_cached(
+    tasks: Sequence[Mapping[str, Any]], force: bool, report: Callable[[int, LessonResult], None]
+) -> list[int]:
+    """Report every task whose earlier run can be reused (resume; none with ``force``); the positions left to run."""
+    pending = []
+    for position, task in enumerate(tasks):
+        cached = None if force else _cached_result(task)
+        if cached is None:
+            pending.append(position)
+        else:
+            report(position, cached)
+    return pending
+
+
 def _run_tasks(
     tasks: Sequence[dict[str, Any]],
     *,
@@ -170,13 +184,7 @@ def _run_tasks(
             on_result(result)
 
     try:
-        pending = []
-        for position, task in enumerate(tasks):
-            cached = None if force else _cached_result(task)
-            if cached is None:
-                pending.append(position)
-            else:
-                report(position, cached)
+        pending = _report_cached(tasks, force, report)
         workers = min(jobs, max(1, len(pending)))
         _share_cores(tasks, pending, workers)
         if pending:
