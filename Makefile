@@ -8,12 +8,18 @@ JOBS   ?= 2
 PRESET ?= smoke
 OUT    ?= build/course
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test` / `make test-fast`; the lessons run once per session on one of them
+TEST_JOBS ?= 2
+# the library's unit tests: nothing that starts a kernel, a browser, torchrun or a fresh environment
+FAST   := not notebook and not browser and not freshenv and not ddp and not slow and not cuda
 
-.PHONY: env course test lint lab bench reference clean help
+.PHONY: env course test test-fast test-env lint lab bench reference clean help
 
 help:
 	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/ and build the website $(OUT)/site/"
-	@echo "make test    - set up .venv, run the whole test suite"
+	@echo "make test    - set up .venv, run the test suite (every lesson once); about 10 min on 2 cores"
+	@echo "make test-fast - the library's unit tests only (no notebooks, browser, DDP): about 1 min"
+	@echo "make test-env  - the fresh-environment tests: Binder's environment built as repo2docker would, every lesson under nbval"
 	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"
 	@echo "make bench   - speed measurements (dro-lab bench)"
@@ -36,8 +42,18 @@ env: $(STAMP)
 course: env
 	$(BIN)/dro-lab course run --preset $(PRESET) --jobs $(JOBS) --out $(OUT)
 
+# The lessons run once, first, on every core (--force: this run's code, nothing reused); the suite reads that run
+# (tests/conftest.py, executed_course). A lesson that fails there is reported by tests/course/test_lessons.py.
 test: env
-	DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook $(BIN)/python -m pytest $(PYTEST_ARGS)
+	-$(BIN)/dro-lab course run --preset smoke --jobs $(TEST_JOBS) --force --out build/test-course
+	DRO_LAB_TEST_COURSE=build/test-course DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook \
+		$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not freshenv" $(PYTEST_ARGS)
+
+test-fast: env
+	DRO_LAB_PRESET=smoke $(BIN)/python -m pytest -n $(TEST_JOBS) -m "$(FAST)" $(PYTEST_ARGS)
+
+test-env: env
+	$(BIN)/python -m pytest -m freshenv $(PYTEST_ARGS)
 
 lint: env
 	$(BIN)/ruff check dro_lab tests course/solutions

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "as_float_vector",
     "as_label_tensor",
     "check_bool",
     "check_bounds",
@@ -26,6 +29,7 @@ __all__ = [
     "check_module",
     "check_nonempty",
     "check_finite",
+    "check_folder",
     "check_number",
     "check_optional_int",
     "check_order",
@@ -164,6 +168,39 @@ def check_finite(values: Any, name: str) -> Any:
     if not bool(np.isfinite(np.asarray(values, dtype=float)).all()):
         raise ValueError(f"{name} contains NaN or inf values; {name} must be finite")
     return values
+
+
+def as_float_vector(values: Any, name: str, *, size: int | None = None) -> Any:
+    """``values`` (a tensor, an array or a list of numbers) as a finite, non-empty 1-D float64 numpy array, a copy
+    (a tensor is detached and moved to the CPU); ``size``: the length it must have."""
+    import numpy as np
+
+    if hasattr(values, "detach"):  # a torch tensor: leave autograd and the device behind
+        values = values.detach().cpu().double().numpy()
+    if values is None or isinstance(values, (str, bytes, dict, set, bool, int, float)):
+        raise TypeError(f"{name} must be a 1-D tensor, array or list of numbers, got {type(values).__name__}")
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 1-D tensor, array or list of numbers, got {type(values).__name__}") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
+    if size is not None and arr.size != size:
+        raise ValueError(f"{name} must have {size} entries, got {arr.size}")
+    check_finite(arr, name)
+    return arr
+
+
+def check_folder(value: Any, name: str) -> Any:
+    """A folder path to write into, as a :class:`~pathlib.Path` (it need not exist yet): ``TypeError`` for something
+    that is not a path, ``ValueError`` naming the file when the path, or a folder above it, is a file."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a folder path, got {type(value).__name__}")
+    path = Path(value)
+    for above in (path, *path.parents):
+        if above.exists() and not above.is_dir():
+            raise ValueError(f"{name}={str(value)!r}: {str(above)!r} is a file, not a folder; give a folder")
+    return path
 
 
 def check_bool(value: Any, name: str) -> bool:

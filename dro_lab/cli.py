@@ -7,12 +7,16 @@
                         [-p NAME VALUE ...] [--sweep PARAM=v1,v2,...] [--force | --resume]
                         [--no-html] [--timeout S] [--syllabus PATH]
                         [--executor local|dask] [--scheduler ADDRESS]
-    dro-lab experiment NAME [--dataset D] [--seeds 0-4] [--preset P] [--out DIR] [--set KEY=VALUE ...]
-    dro-lab reference [NAME|all] [--list] [--regenerate | --bundle] [--runs DIR] [--ship]
+    dro-lab experiment NAME [--dataset D] [--seeds 0-4] [--preset P] [--out DIR] [--set KEY=VALUE ...] [--restart]
+    dro-lab experiment --list
+    dro-lab reference NAME|all [--regenerate | --bundle] [--runs DIR] [--ship]
+    dro-lab reference --list
     dro-lab bench [ARGS ...]          # forwarded to dro_lab.bench.main
     dro-lab --version
 
-Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error, 128 + the
+Exit status: 0 on success, 1 when a lesson failed, 2 for a usage or syllabus error or any other expected failure
+(a missing name, an output path that is a file, a file of an earlier run that cannot be read, a device that is not
+available: one line on stderr, no traceback), 128 + the
 signal's number when ``course run`` was interrupted (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP):
 the finished lessons are kept and the next run resumes.
 Heavy modules (papermill, nbconvert, torch) are imported only by the subcommand that needs them
@@ -31,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, course
+from ._validation import check_folder
 
 __all__ = ["build_parser", "main"]
 
@@ -86,10 +91,12 @@ def _add_experiment(commands: Any) -> None:
             "Run a paper's experiment with the course's fair protocol: every method gets the same tuning trials on "
             "a validation split of the first seed, then runs on every seed; each claim is judged from the paired "
             "seeds (a 95 %% t-interval). OUT/result.json holds the result; OUT/runs and OUT/checkpoints let the "
-            "same command resume an interrupted run."
+            "same command resume an interrupted run (--restart discards them and starts over). Exit status 2, with "
+            "one line on stderr, for a missing or unknown name, an OUT that is a file, a run record or checkpoint "
+            "in OUT that cannot be read (the line names it and says what to do), or a device that is not available."
         ),
     )
-    experiment.add_argument("name", nargs="?", help="the experiment (see --list)")
+    experiment.add_argument("name", nargs="?", help="the experiment (required unless --list; see --list)")
     experiment.add_argument("--list", action="store_true", help="list the experiments and exit")
     experiment.add_argument("--dataset", default="digits", help="digits (embedded) or fashion-mnist (default: digits)")
     experiment.add_argument("--seeds", default="0-2", help="paired seeds, e.g. 0-4 or 0,2,5 (default: 0-2)")
@@ -107,6 +114,12 @@ def _add_experiment(commands: Any) -> None:
         help="change a preset setting, e.g. --set epochs=5 (Python literals; repeatable)",
     )
     experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
+    experiment.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the runs, checkpoints and result an earlier run left in OUT and start over (it says what it "
+        "discarded); without it the same command resumes",
+    )
 
 
 def _add_reference(commands: Any) -> None:
@@ -117,10 +130,13 @@ def _add_reference(commands: Any) -> None:
             "The reference runs: each paper's experiment at full size on Fashion-MNIST, 5 paired seeds, shipped in "
             "the package for the lessons to show. NAME alone prints its tables and verdicts; --regenerate runs "
             "(or resumes) its commands under RUNS and writes RUNS/NAME.json (with --ship, the package's own file "
-            "in a source checkout); --bundle does the same from runs already finished."
+            "in a source checkout); --bundle does the same from runs already finished. A NAME is required unless "
+            "--list: without one the command says so and exits with status 2."
         ),
     )
-    reference.add_argument("name", nargs="?", help="hws, importance, also, done, gils or all (see --list)")
+    reference.add_argument(
+        "name", nargs="?", help="hws, importance, also, done, gils or all (required unless --list; see --list)"
+    )
     reference.add_argument("--list", action="store_true", help="list the references, their lessons and commands")
     action = reference.add_mutually_exclusive_group()
     action.add_argument("--regenerate", action="store_true", help="run (or resume) the commands, then bundle")
@@ -136,11 +152,13 @@ def _add_reference(commands: Any) -> None:
 def _reference(args) -> int:
     from .experiments import reference  # the whole training stack: loaded for this command only
 
-    if args.list or not args.name:
+    if args.list:
         for name, plan in reference.REFERENCES.items():
             print(f"{name} (lesson {plan.lesson}):")
             print("".join(f"    {command}\n" for command in plan.commands(args.runs)), end="")
-        return 0 if args.list else 2
+        return 0
+    if not args.name:
+        raise ValueError(f"name a reference: {', '.join(reference.REFERENCES)} or all (--list shows their commands)")
     names = reference.available_references() if args.name == "all" else [args.name]
     for name in names:
         if not (args.regenerate or args.bundle):
@@ -161,10 +179,12 @@ def _reference(args) -> int:
 def _experiment(args) -> int:
     from . import experiments  # the whole training stack: loaded for this command only
 
-    if args.list or not args.name:
+    if args.list:
         for name, e in experiments.EXPERIMENTS.items():
             print(f"{name:12s} {e.title} — {e.paper}")
-        return 0 if args.list else 2
+        return 0
+    if not args.name:
+        raise ValueError(f"name an experiment: {', '.join(experiments.EXPERIMENTS)} (--list describes them)")
     overrides = {}
     for item in args.overrides:
         key, sep, value = item.partition("=")
@@ -182,6 +202,7 @@ def _experiment(args) -> int:
         out=out,
         device=args.device,
         progress=not args.no_progress,
+        restart=args.restart,
         **overrides,
     )
     print(result.markdown())
@@ -311,6 +332,7 @@ def _course_list(args: argparse.Namespace) -> int:
 def _course_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    check_folder(args.out, "--out")  # before the syllabus and the lessons: a file there is a usage error
     syllabus = course.load_syllabus(args.syllabus)
     parameters = {name: course.parse_parameter_value(value) for name, value in args.parameter}
     swept = args.sweep[0] if args.sweep else None
@@ -328,7 +350,12 @@ def _course_run(args: argparse.Namespace) -> int:
             print(f"[skipped] {result.id}{value}: {result.error or 'not selected'}", file=sys.stderr, flush=True)
             return
         problem = f": {result.problem}" if result.status == "failed" else ""
-        print(f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{problem}", file=sys.stderr, flush=True)
+        retry = f" ({result.retry_note})" if result.retry_note else ""
+        print(
+            f"[{result.status}] {result.id}{value} in {result.seconds:.1f} s{retry}{problem}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     common = dict(
         preset=args.preset,
@@ -375,7 +402,11 @@ def _course_run_body(args: argparse.Namespace, syllabus: Any, common: dict[str, 
     out = Path(args.out)
     site = f"   course website: {out / 'site' / 'index.html'}" if args.html else ""
     print(f"\nsummary: {out / 'summary.md'}{site}")
-    return 1 if any(r.status == "failed" for r in results) else 0
+    failed = [r for r in results if r.status == "failed"]
+    for r in failed:  # where to look first: the lesson's log, its executed notebook (its last cell is the failing one)
+        files = ", ".join(str(p) for p in (r.log, r.notebook) if p is not None)
+        print(f"FAILED {r.id}: {r.problem}" + (f"\n    see {files}" if files else ""), file=sys.stderr)
+    return 1 if failed else 0
 
 
 class _Signalled(KeyboardInterrupt):
@@ -423,6 +454,13 @@ def _bench(argv: Sequence[str]) -> int:
     return int(status or 0)
 
 
+def _error_text(exc: BaseException) -> str:
+    """One line for an expected failure: an OS error as ``PATH: what`` (not ``[Errno 20] ...``), else its message."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dro-lab`` with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -438,8 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("experiment", "reference"):
         try:
             return {"experiment": _experiment, "reference": _reference}[args.command](args)
-        except (ValueError, TypeError, FileNotFoundError) as exc:
-            print(f"dro-lab {args.command}: error: {exc}", file=sys.stderr)
+        except (ValueError, TypeError, OSError) as exc:  # a file that cannot be written or read: said, not raised
+            print(f"dro-lab {args.command}: error: {_error_text(exc)}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print(f"dro-lab {args.command}: interrupted; the same command resumes", file=sys.stderr)

@@ -16,8 +16,10 @@ __all__ = ["resolve_device", "seed_everything", "make_generator", "model_device"
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """``"auto"`` (or ``None``) → CUDA when available, else CPU; anything else is passed to ``torch.device``.
 
-    Resolve once at the top (engine, notebook parameters); library functions then follow the
-    device of their tensors and never choose one themselves.
+    An accelerator torch reports unavailable here (``"cuda"``, ``"cuda:N"`` past the last device, ``"mps"``,
+    ``"xpu"``) is refused at once, with a ``ValueError`` naming the devices that are available, instead of failing
+    deep inside the first tensor moved there. Resolve once at the top (engine, notebook parameters); library
+    functions then follow the device of their tensors and never choose one themselves.
     """
     if not (device is None or isinstance(device, (str, torch.device, int))) or isinstance(device, bool):
         raise TypeError(
@@ -29,9 +31,41 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for but CUDA is not available here; use device='auto' or 'cpu'")
+    if dev.type in _ACCELERATORS:
+        name, count = _ACCELERATORS[dev.type], _device_count(dev.type)
+        if count == 0 or (dev.index is not None and dev.index >= count):
+            there = f"{name} is not available here" if count == 0 else f"this machine has {count} {name} device(s)"
+            raise ValueError(
+                f"device={device!r} was asked for but {there} (available: {', '.join(_available())}); "
+                "use device='auto' (it picks what is there) or 'cpu'"
+            )
     return dev
+
+
+#: The accelerators whose availability torch reports, by device type, with the name a message gives them.
+_ACCELERATORS = {"cuda": "CUDA", "mps": "MPS (Apple GPU)", "xpu": "XPU (Intel GPU)"}
+
+
+def _device_count(kind: str) -> int:
+    """How many devices of an accelerator type torch can use here (0 when it is not available)."""
+    if kind == "cuda":
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if kind == "mps":
+        return int(torch.backends.mps.is_available())
+    xpu = getattr(torch, "xpu", None)
+    return xpu.device_count() if xpu is not None and xpu.is_available() else 0
+
+
+def _available() -> list[str]:
+    """The device names usable here: ``cpu`` and each available accelerator's devices."""
+    out = ["cpu"]
+    for kind in _ACCELERATORS:
+        count = _device_count(kind)
+        if kind == "mps":
+            out += ["mps"] if count else []
+        else:
+            out += [f"{kind}:{i}" for i in range(count)]
+    return out
 
 
 def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator:

@@ -285,6 +285,7 @@ def test_report_eps_zero_is_clean_and_tail_is_the_mean_of_the_three_worst(traine
     assert 0 <= rep["robust_accuracy"] <= rep["clean_accuracy"]
 
 
+@pytest.mark.slow
 @needs_torchattacks
 def test_apgd_is_at_least_as_strong_as_pgd_and_autoattack_as_apgd(trained, digits):
     _, test = digits

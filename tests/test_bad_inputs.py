@@ -68,6 +68,18 @@ def META(n=5):
     return torch.zeros(n, dtype=torch.float64, device="meta")
 
 
+def NO_GPU(call, *args):
+    """``call(*args)`` while torch reports no CUDA, MPS or XPU device: a case that holds on a GPU machine too."""
+    from unittest import mock
+
+    with (
+        mock.patch.object(torch.cuda, "is_available", return_value=False),
+        mock.patch.object(torch.backends.mps, "is_available", return_value=False),
+        mock.patch.object(torch.xpu, "is_available", return_value=False),
+    ):
+        return call(*args)
+
+
 def DS(n=12, d=4, k=3, groups=True):
     x = torch.rand(n, d, generator=_gen())
     y = torch.arange(n) % k
@@ -230,6 +242,10 @@ BAD_INPUTS: dict[str, list] = {
     "resolve_device": [
         c("name:device=tpu", lambda: D.resolve_device("tpu"), V, r"device"),
         c("type:device=3.5", lambda: D.resolve_device(3.5), T, r"device"),
+        c("device:cuda, none here", lambda: NO_GPU(D.resolve_device, "cuda"), V, r"device='cuda'.*not available"),
+        c("device:cuda:1, none here", lambda: NO_GPU(D.resolve_device, "cuda:1"), V, r"cuda:1.*available: cpu"),
+        c("device:mps, none here", lambda: NO_GPU(D.resolve_device, "mps"), V, r"device='mps'.*MPS.*not available"),
+        c("device:xpu, none here", lambda: NO_GPU(D.resolve_device, "xpu"), V, r"device='xpu'.*XPU.*not available"),
     ],
     "seed_everything": [
         c("range:seed=-1", lambda: D.seed_everything(-1), V, r"seed"),

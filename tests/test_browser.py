@@ -1,8 +1,10 @@
-"""Lesson 01 in a real browser: JupyterLab (headless, loopback, random token) + Debian Chromium driven
-by Playwright. Runs every cell, moves the β slider of the worst-case-weights panel and checks that
-the plotly figure beside it was redrawn with different data, and that no cell raised.
+"""Lesson 01's live panel in a real browser: JupyterLab (headless, loopback, random token) + Debian Chromium
+driven by Playwright. Opens tests/fixtures/weights_panel.ipynb (the worst-case-weights panel of lesson 01, the same
+call on the same losses, without the rest of the lesson: the lessons themselves run once per test session, in
+tests/course/test_lessons.py), runs every cell from the Run menu, moves the β slider and checks that the plotly figure
+beside it was redrawn with different data, and that no cell raised.
 
-A screenshot is saved to ``build/test-artifacts/browser/lesson01_beta_slider.png`` (and, with
+A screenshot is saved to ``build/test-artifacts/browser/weights_panel_beta_slider.png`` (and, with
 ``DRO_LAB_UPDATE_DOCS=1``, to ``docs/img/lesson01_browser.png`` for the README).
 Skipped only when there is no Chromium (``.ci/run`` installs the Debian package) or no playwright
 package (it is in the ``test`` extra). Playwright never downloads a browser here.
@@ -20,8 +22,8 @@ from _browser import CHROMIUM_ARGS, REPO, LabServer, find_chromium
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
-LESSON = "01_dro_foundations.ipynb"
-ARTEFACT = REPO / "build" / "test-artifacts" / "browser" / "lesson01_beta_slider.png"
+LESSON = "weights_panel.ipynb"
+ARTEFACT = REPO / "build" / "test-artifacts" / "browser" / "weights_panel_beta_slider.png"
 DOCS_PICTURE = REPO / "docs" / "img" / "lesson01_browser.png"
 
 CHROMIUM = find_chromium()
@@ -99,13 +101,14 @@ def _wait(page, what: str, predicate, timeout: float, diagnostics, poll: float =
 
 
 @pytest.mark.timeout(420)
-def test_lesson01_beta_slider_redraws_the_figure(tmp_path):
+def test_lesson01_panel_beta_slider_redraws_the_figure(tmp_path):
     sync_playwright = pytest.importorskip(
         "playwright.sync_api", reason="the playwright package is missing (pip install -e '.[test]')"
     ).sync_playwright
 
     root = tmp_path / "notebooks"
-    shutil.copytree(REPO / "notebooks", root)  # the server autosaves: never the repository's copy
+    root.mkdir()
+    shutil.copy(REPO / "tests" / "fixtures" / LESSON, root / LESSON)  # the server autosaves: never the repository's
     server = LabServer(
         root,
         tmp_path / "jupyter",

@@ -3,8 +3,8 @@ blocked, as in a classroom with no network: each lesson page renders its maths (
 figure, and a static twin's slider moves its figure; the pages stay light; the site also works served by
 ``python -m http.server``.
 
-The site comes from one smoke run of the whole course (about 80 s on 2 cores). ``DRO_LAB_SITE=<out folder of a
-course run>`` reuses a run already made (for a quick look while editing).
+The site is the one the session's smoke run of the whole course built (tests/conftest.py ``executed_course``;
+``DRO_LAB_TEST_COURSE=<folder>`` reuses the lessons of an earlier run there while editing).
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
-import os
 import re
 import threading
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.notebook]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.notebook, pytest.mark.timeout(1800)]
 
 CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[1]
@@ -29,27 +28,15 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
-from dro_lab.course import load_syllabus, run_course  # noqa: E402
+from dro_lab.course import load_syllabus  # noqa: E402
 
 SYLLABUS = load_syllabus(REPO / "course" / "syllabus.yaml")
 LESSONS = [lesson.notebook.stem for lesson in SYLLABUS.lessons]
 
 
 @pytest.fixture(scope="module")
-def course_run(tmp_path_factory) -> Path:
-    reuse = os.environ.get("DRO_LAB_SITE")
-    if reuse:
-        return Path(reuse)
-    out = tmp_path_factory.mktemp("course")
-    results = run_course(SYLLABUS, preset="smoke", out=out, jobs=2, timeout=240)
-    failed = [f"{r.id}: {r.problem}" for r in results if r.status not in ("ok", "cached")]
-    assert not failed, failed
-    return out
-
-
-@pytest.fixture(scope="module")
-def site(course_run) -> Path:
-    return course_run / "site"
+def site(executed_course) -> Path:
+    return executed_course.out / "site"
 
 
 @pytest.fixture(scope="module")
@@ -175,17 +162,6 @@ def test_pages_are_light_and_plotly_js_comes_once(site):
     assert heavy == {}
     downloads = list((site / "_downloads").rglob("*.ipynb"))
     assert downloads and all(p.stat().st_size < MAX_PAGE_BYTES for p in downloads)
-
-
-def test_executed_notebooks_carry_the_plotly_mime_type(course_run):
-    import nbformat
-
-    for stem in LESSONS:
-        nb = nbformat.read(str(course_run / f"{SYLLABUS.lessons[LESSONS.index(stem)].id}.ipynb"), as_version=4)
-        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "data" in o]
-        plotly = [o for o in outputs if "application/vnd.plotly.v1+json" in o["data"]]
-        inline_js = [o for o in outputs if "Plotly.newPlot" in str(o["data"].get("text/html", ""))]
-        assert plotly and inline_js == [], stem
 
 
 @contextlib.contextmanager

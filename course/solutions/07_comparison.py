@@ -39,7 +39,7 @@ verdict = "held" if interval[0] > 0 else "did not hold" if interval[1] < 0 else 
 print(f"mean {d.mean():+.4f}, 95 % interval {interval[0]:+.4f} to {interval[1]:+.4f}: {verdict}")
 # With the first two seeds only: t_{0.975, 1} = 12.7, so the interval is the mean ± 12.7 standard errors. Unless
 # the two differences are almost equal it contains 0; and the course's rule asks for at least 3 seeds anyway, so
-# the verdict is "not resolved" whatever the two numbers: two seeds cannot tell a gain from seed noise.
+# the claim is "not judged" whatever the two numbers: two seeds cannot tell a gain from seed noise.
 print("first two seeds:", stats.t.ppf(0.975, 1), "standard errors on each side")
 
 # %% exercise 3

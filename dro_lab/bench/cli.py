@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import torch
 
+from .._files import atomic_write_text
 from ..samplers.hardness import AUTO_TREE_MIN_N
 from ..utils import resolve_device
 from .also import ALSO_HEAD, bench_also_step, format_also_step
@@ -167,6 +170,12 @@ def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         ap.error(f"--chi2-rhos must be positive finite numbers, got {args.chi2_rhos!r}")
     if args.threads is not None and args.threads < 1:
         ap.error(f"--threads must be ≥ 1, got {args.threads}")
+    if args.json is not None:  # before the measurements, not after minutes of them
+        where = Path(args.json)
+        if where.is_dir():
+            ap.exit(2, f"{ap.prog}: error: --json {args.json}: is a folder; give a file path\n")
+        if not where.parent.is_dir():
+            ap.exit(2, f"{ap.prog}: error: --json {args.json}: the folder {str(where.parent)!r} does not exist\n")
 
 
 def _settings(args: argparse.Namespace) -> argparse.Namespace:
@@ -398,7 +407,10 @@ def main(argv=None) -> int:
     _check(ap, args)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
+    try:
+        device = resolve_device(args.device)
+    except (TypeError, ValueError) as exc:  # an accelerator that is not here: a usage error, not a traceback
+        ap.exit(2, f"{ap.prog}: error: --device: {exc}\n")
     s = _settings(args)
     info = machine_info(device)
     print(
@@ -414,7 +426,10 @@ def main(argv=None) -> int:
     out["seconds"]["total"] = time.perf_counter() - t_all
     print(f"\n{out['seconds']['total']:.0f} s in all")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=2)
+        try:
+            atomic_write_text(args.json, json.dumps(out, indent=2))
+        except OSError as exc:  # the folder went away or is read-only: the measurements above are still printed
+            print(f"dro-lab bench: error: cannot write {args.json}: {exc.strerror}", file=sys.stderr)
+            return 2
         print(f"wrote {args.json}")
     return 0

@@ -28,7 +28,7 @@ Modules, from the bottom up:
 - ``syllabus`` (with ``_syllabus_fields``, the per-lesson readers): :class:`Lesson`, :class:`Syllabus`,
   :func:`load_syllabus`, :func:`find_syllabus`, :func:`syllabus_markdown`, :func:`lessons_table`;
 - ``environment``: :func:`environment_report`, lesson 00's set-up check;
-- ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`;
+- ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`, :func:`check_lesson_parameters` (before a run);
 - ``records``: :func:`record`, :func:`read_records`;
 - ``exercises``: :func:`check_exercise` (what a lesson's check cell calls), :func:`read_solutions`,
   :func:`fill_solutions` (the instructor copy), :func:`solutions_path`;
@@ -55,7 +55,7 @@ from .exercises import (
     write_instructor_copy,
 )
 from .failures import find_failing_cell
-from .lesson_setup import LessonSetup, setup_lesson
+from .lesson_setup import LessonSetup, check_lesson_parameters, setup_lesson
 from .parameters import PRESET_ENV, check_parameter, notebook_parameters, parse_parameter_value
 from .records import RECORD_ENV, read_records, record
 from .report import summary_table, write_summary
@@ -94,6 +94,7 @@ __all__ = [
     "Syllabus",
     "SweepResult",
     "SyllabusError",
+    "check_lesson_parameters",
     "check_parameter",
     "environment_report",
     "lessons_table",

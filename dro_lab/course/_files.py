@@ -6,23 +6,17 @@ import functools
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write_text
+
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and :func:`os.replace`,
-    so that a reader (or a run interrupted mid-write) never sees half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` so that a reader (or a run interrupted mid-write) never sees half a file: the
+    course's name for :func:`dro_lab._files.atomic_write_text`, the library's one atomic write."""
+    atomic_write_text(path, text)
 
 
 def sha256(path: Path) -> str:

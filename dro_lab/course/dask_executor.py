@@ -24,9 +24,14 @@ at once without launching papermill (reported ``skipped``, "not started"). A run
 sees the event within :data:`_POLL` seconds and stops its papermill process and kernel as a local run
 does (SIGTERM, SIGKILL after a grace); the lesson comes back ``failed`` (``interrupted``) with its
 partial notebook. The client waits up to :data:`_REPORT_WAIT` seconds for those reports; a lesson
-that does not report back in time is ``failed`` (``interrupted``) without files. A worker that dies
-mid-lesson takes its papermill process with it (a parent-death signal on Linux; the kernel exits with
-its papermill); the lesson is ``failed`` (``killed``) with Dask's error and the others run on.
+that does not report back in time is ``failed`` (``interrupted``) without files.
+
+A worker that dies mid-lesson takes its papermill process with it (a parent-death signal on Linux; the
+kernel exits with its papermill). The client runs that lesson again, once (:data:`_ATTEMPTS`; see
+:meth:`_Lessons.settle` for why the client and not Dask's ``allowed-failures``): its result has
+``attempts=2`` and the seconds of both attempts, the summary says it was retried after its worker died.
+A lesson whose worker dies on the second attempt too is ``failed`` (``killed``). A lesson that fails by
+itself (a cell raised or timed out, its kernel died) is never run again; the other lessons run on.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._files import atomic_write_bytes
 from ._files import library_sha256
 from .control import _LAUNCH_GAP, RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
 from .execute import _execute_lesson, _write_run_record
@@ -62,9 +68,11 @@ EXECUTORS = ("local", "dask")
 _POLL = 0.5
 #: Seconds the client waits, after an interrupt, for the running lessons to report back.
 _REPORT_WAIT = 30.0
+#: How many times a lesson is started at most: a second time only when its worker died mid-lesson.
+_ATTEMPTS = 2
 _INSTALL = 'pip install "dro-lab[dask]"'
 _FOLDER_PREFIX = "dro-lab-lesson-"  # a worker's temporary folder for one lesson: <prefix><worker pid>-<random>
-_RUNS = "dro-lab-runs"  # the scheduler's metadata of the runs: run -> task key -> the worker that started it
+_RUNS = "dro-lab-runs"  # the scheduler's metadata of the runs: run -> task key -> {"worker": address, "seconds": ...}
 _ADDRESS = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://)?[^\s/][^\s]*$")
 #: Run by the papermill process of a worker's lesson before papermill itself (``os.execv``, same pid):
 #: Linux then kills it when the worker dies (it would run on, orphaned), and its Jupyter kernel follows
@@ -143,6 +151,13 @@ class _WorkerControl(_RunControl):
     def __init__(self, client: Any) -> None:
         super().__init__()
         self._client = client
+        self._launched: float | None = None  # perf_counter at the papermill launch
+
+    def keep_seconds(self, started: list[str]) -> None:
+        """Keep the lesson's seconds so far (since papermill's launch, as its result counts them) in the
+        scheduler's metadata at ``started``: what the client counts of an attempt lost with its worker."""
+        seconds = 0.0 if self._launched is None else time.perf_counter() - self._launched
+        self._client.set_metadata([*started, "seconds"], seconds)
 
     def launch(self, command: list[str], **kwargs: Any) -> Any:
         import distributed
@@ -155,6 +170,7 @@ class _WorkerControl(_RunControl):
             if wait > 0:
                 self.cancel.wait(min(wait, _LAUNCH_GAP))
             process = super().launch(_dying_with_worker(command), **kwargs)
+            self._launched = time.perf_counter()
             self._client.set_metadata(last_launch, time.time())
         return process
 
@@ -165,13 +181,16 @@ def _dying_with_worker(command: list[str]) -> list[str]:
     return [sys.executable, "-c", _DIE_WITH_WORKER, str(os.getpid()), *command]
 
 
-def _watch_for_stop(stop: Any, control: _RunControl) -> threading.Event:
-    """A thread that stops ``control``'s lesson when the run's ``stop`` event is set; set the returned
-    event when the lesson is over."""
+def _watch(stop: Any, control: _WorkerControl, started: list[str]) -> threading.Event:
+    """A thread that stops ``control``'s lesson when the run's ``stop`` event is set, and meanwhile keeps
+    the lesson's seconds in the scheduler's metadata at ``started``; set the returned event when the
+    lesson is over."""
     over = threading.Event()
 
     def watch() -> None:
         while not over.wait(_POLL):
+            with contextlib.suppress(Exception):  # a lost heartbeat only shortens a lost attempt's seconds
+                control.keep_seconds(started)
             try:
                 stopping = stop.is_set()
             except Exception:  # the scheduler is out of reach for now: the lesson goes on
@@ -208,10 +227,8 @@ def _unpack(job: Mapping[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def _read_outputs(task: Mapping[str, Any]) -> dict[str, bytes | None]:
-    out, lesson_id = Path(task["out"]), task["id"]
-    files = {"ipynb": out / f"{lesson_id}.ipynb", "record": out / f"{lesson_id}.record.json"}
-    files["log"] = out / f"{lesson_id}.log"
-    return {kind: path.read_bytes() if path.is_file() else None for kind, path in files.items()}
+    """What a lesson's run wrote on the worker, as bytes (None: not written): the files :func:`_store` puts back."""
+    return {kind: path.read_bytes() if path.is_file() else None for kind, path in _outputs(task).items()}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -237,8 +254,9 @@ def _run_on_worker(job: Mapping[str, Any], run: str) -> dict[str, Any]:
     """The Dask task of one lesson: unless the run was stopped, run it in a temporary folder and return
     ``{"started": True, "result": LessonResult, "files": {kind: bytes | None}, "folder": str}``
     (the folder is gone by then); ``{"started": False}`` for a lesson not started, and
-    ``{"started": True, "died": worker address}`` when Dask runs the task again after the worker that
-    ran it died (the lesson is not run twice: it is reported killed)."""
+    ``{"started": True, "died": {"worker": address, "seconds": ...}}`` when Dask runs the task again
+    after the worker that ran it died: the task does not run the lesson again itself, the client
+    decides (:meth:`_Lessons.settle`)."""
     import distributed
 
     client, worker = distributed.get_client(), distributed.get_worker()
@@ -251,11 +269,11 @@ def _run_on_worker(job: Mapping[str, Any], run: str) -> dict[str, Any]:
         return {"started": False}
     _remove_orphans(Path(tempfile.gettempdir()))
     _check_same_library(job["library"])
-    client.set_metadata(started, worker.address)
+    client.set_metadata(started, {"worker": worker.address, "seconds": 0.0})
     with tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as folder:
         task = _unpack(job, Path(folder))
         control = _WorkerControl(client)
-        over = _watch_for_stop(stop, control)
+        over = _watch(stop, control, started)
         try:
             result = _execute_lesson(task, control=control)
         except _Cancelled:
@@ -302,43 +320,59 @@ def _job(task: Mapping[str, Any], library: tuple[str, str], syllabi: dict[Path, 
     }
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _outputs(task: Mapping[str, Any]) -> dict[str, Path]:
+    """The files a lesson's run leaves in its ``out`` folder, by kind (the worker's or the client's)."""
     out, lesson_id = Path(task["out"]), task["id"]
     return {
         "ipynb": out / f"{lesson_id}.ipynb",
         "record": out / f"{lesson_id}.record.json",
         "log": out / f"{lesson_id}.log",
-        "html": out / f"{lesson_id}.html",
-        "run": out / f"{lesson_id}.run.json",
+        "instructor": out / "instructor" / f"{lesson_id}.ipynb",
     }
 
 
-def _store(task: Mapping[str, Any], result: LessonResult, files: Mapping[str, bytes | None]) -> LessonResult:
+@dataclasses.dataclass
+class _Lesson:
+    """A lesson sent to the cluster: its position in the run, the job that travels to the worker, how many
+    times it was submitted and the seconds of its attempts lost with their workers."""
+
+    position: int
+    job: dict[str, Any]
+    submitted: int = 0
+    lost: list[float] = dataclasses.field(default_factory=list)
+
+    def counted(self, result: LessonResult) -> LessonResult:
+        """``result`` of the lesson's last attempt with the attempts counted and the seconds of the lost ones
+        added: a lesson run again after its worker died reports the time of both attempts."""
+        return dataclasses.replace(result, seconds=result.seconds + sum(self.lost), attempts=max(1, self.submitted))
+
+
+def _store(
+    task: Mapping[str, Any], result: LessonResult, files: Mapping[str, bytes | None], lesson: _Lesson
+) -> LessonResult:
     """Write a lesson's returned files under ``out`` (replacing an earlier run's), point ``result`` at them
-    and write ``<id>.run.json``; the result with the client's paths."""
+    and write ``<id>.run.json``; the result with the client's paths and ``lesson``'s attempts counted."""
     paths = _outputs(task)
-    for stale in paths.values():
+    for stale in (*paths.values(), Path(task["out"]) / f"{task['id']}.run.json"):
         stale.unlink(missing_ok=True)  # results must come from this run only
     for kind, data in files.items():
         if data is not None:
-            _write_bytes_atomic(paths[kind], data)
-    kept = {kind: paths[kind] if files.get(kind) is not None else None for kind in ("ipynb", "record", "log")}
-    result = dataclasses.replace(result, notebook=kept["ipynb"], html=None, record_file=kept["record"], log=kept["log"])
+            paths[kind].parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(paths[kind], data)
+    kept = {kind: paths[kind] if files.get(kind) is not None else None for kind in paths}
+    result = dataclasses.replace(
+        lesson.counted(result),
+        notebook=kept["ipynb"],
+        html=None,
+        record_file=kept["record"],
+        log=kept["log"],
+        instructor=kept["instructor"],
+    )
     _write_run_record(task, result)
     return result
 
 
-def _failed(task: Mapping[str, Any], failure: str, error: str) -> LessonResult:
+def _failed(task: Mapping[str, Any], failure: str, error: str, lesson: _Lesson) -> LessonResult:
     """A lesson that failed on the cluster without a result of its own; its ``<id>.run.json`` says so."""
     result = LessonResult(
         id=task["id"],
@@ -348,52 +382,58 @@ def _failed(task: Mapping[str, Any], failure: str, error: str) -> LessonResult:
         error=error,
         failure=failure,
     )
+    result = lesson.counted(result)
     for stale in _outputs(task).values():
         stale.unlink(missing_ok=True)  # results must come from this run only
     _write_run_record(task, result)
     return result
 
 
-def _lost(task: Mapping[str, Any], exc: BaseException | None) -> LessonResult:
-    """A lesson whose task raised on the cluster: its worker died (``killed``), or the task itself raised
-    (a library mismatch, a worker's disk full: ``raised``)."""
-    name = type(exc).__name__
-    if name == "KilledWorker":
-        return _failed(task, "killed", f"its Dask worker died ({name}: {exc}); its papermill and kernel went too")
-    return _failed(task, "raised", f"{name} on the Dask worker: {exc}")
-
-
-def _unreported(task: Mapping[str, Any]) -> LessonResult:
+def _unreported(task: Mapping[str, Any], lesson: _Lesson) -> LessonResult:
     """A lesson that had not reported back when the client stopped waiting after an interrupt."""
     return _failed(
         task,
         "interrupted",
         f"interrupted: the run was stopped and its Dask worker did not report back within {_REPORT_WAIT:.0f} s",
+        lesson,
     )
 
 
-def _outcome(future: Any, task: Mapping[str, Any]) -> LessonResult:
-    """The result of a finished Dask future of ``task``, its files written under ``out``; never raises."""
-    try:
-        if future.status == "cancelled":
-            return _not_started(task)
-        if future.status != "finished":
-            return _lost(task, future.exception())
-        payload = future.result()
-        if not payload["started"]:
-            return _not_started(task)
-        if "died" in payload:
-            return _failed(task, "killed", f"its Dask worker ({payload['died']}) died while it ran; not run again")
-        return _store(task, payload["result"], payload["files"])
-    except Exception as exc:  # e.g. the output folder vanished; report, go on
-        return LessonResult(
-            id=task["id"],
-            title=task["title"],
-            status="failed",
-            parameters=dict(task["parameters"]),
-            error=f"{type(exc).__name__}: {exc}",
-            failure="raised",
-        )
+def _state_of(future: Any) -> tuple[str, Any]:
+    """A done future of a lesson as (state, value): ``("cancelled", None)``, ``("error", the exception
+    its task raised)`` (``KilledWorker`` when Dask gave up on it after worker deaths) or
+    ``("finished", its payload)`` (see :func:`_run_on_worker`)."""
+    if future.status == "cancelled":
+        return "cancelled", None
+    if future.status != "finished":
+        return "error", future.exception()
+    return "finished", future.result()
+
+
+def _worker_died(state: str, value: Any) -> bool:
+    """Whether a lesson's attempt was lost with its worker: Dask ran its task again after the worker died
+    (the payload says ``died``) or gave up on it (``KilledWorker``). Never for a lesson that failed by
+    itself (a cell raised or timed out, its kernel died): that one comes back with its result."""
+    if state == "finished":
+        return "died" in value
+    return state == "error" and type(value).__name__ == "KilledWorker"
+
+
+def _result(task: Mapping[str, Any], lesson: _Lesson, state: str, value: Any) -> LessonResult:
+    """The result of ``lesson``'s last attempt, settled in ``state`` with ``value`` (:func:`_state_of`)."""
+    if _worker_died(state, value):
+        again = ", and again when it was run a second time" if len(lesson.lost) > 1 else ""
+        cause = f" ({type(value).__name__}: {value})" if state == "error" else ""
+        error = f"its Dask worker died while it ran{again}{cause}; its papermill and kernel went too"
+        return _failed(task, "killed", error, lesson)
+    if state == "error":  # a library mismatch, a worker's disk full
+        return _failed(task, "raised", f"{type(value).__name__} on the Dask worker: {value}", lesson)
+    if state == "finished" and value["started"]:
+        return _store(task, value["result"], value["files"], lesson)
+    if lesson.lost:  # the run was stopped before the lesson's second attempt started
+        error = "interrupted: its Dask worker died while it ran and the run was stopped before it ran again"
+        return _failed(task, "interrupted", error, lesson)
+    return _not_started(task)
 
 
 class _Report:
@@ -451,45 +491,107 @@ def _client(distributed: Any, scheduler: str | None, workers: int) -> Iterator[A
                 cluster.close()
 
 
-def _stop_and_collect(stop: Any, futures: Mapping[Any, int], report: _Report) -> None:
+class _Lessons:
+    """The lessons of one run on the cluster (run id :attr:`run`, stop event :attr:`stop`): the current
+    future of each, and its attempts."""
+
+    def __init__(self, distributed: Any, client: Any, tasks: Sequence[Mapping[str, Any]], report: _Report) -> None:
+        self.client, self.tasks, self.report = client, tasks, report
+        self.run = uuid.uuid4().hex
+        self.stop = distributed.Event(_stop_event_name(self.run), client=client)
+        self.futures: dict[Any, _Lesson] = {}
+
+    def submit(self, lesson: _Lesson) -> Any:
+        """Submit ``lesson``'s next attempt (a second one goes before the lessons still queued); its future."""
+        attempt = lesson.submitted + 1
+        key = f"dro-lab-{self.tasks[lesson.position]['id']}-{lesson.position}-{self.run}-{attempt}"
+        future = self.client.submit(_run_on_worker, lesson.job, self.run, key=key, pure=False, priority=attempt - 1)
+        lesson.submitted, self.futures[future] = attempt, lesson
+        return future
+
+    def settle(self, future: Any, again: Callable[[Any], None] | None = None) -> LessonResult | None:
+        """The result of a done ``future``, its files written under ``out``; never raises. With ``again``:
+        a lesson lost with its worker on its first attempt is submitted again instead (``again`` gets the
+        new future) and None is returned.
+
+        Why the client runs it again, not the scheduler (``distributed.scheduler.allowed-failures``): that
+        setting belongs to the cluster (a run on a running scheduler cannot set it for itself, and it may
+        be 0, or 3 and run a lesson four times); the scheduler also counts a death against a task that was
+        only queued on the dying worker, and it would run the lesson again without telling the client that
+        it did, or how long the lost attempt ran. So Dask's own re-run of a task that had started returns
+        at once (``died``), and the client decides: once, and only for a worker's death; the lost
+        attempt's seconds are the last its worker kept in the scheduler's metadata.
+        """
+        lesson = self.futures[future]
+        task = self.tasks[lesson.position]
+        try:
+            state, value = _state_of(future)
+            if _worker_died(state, value):
+                lesson.lost.append(self._lost_seconds(future))
+                if again is not None and lesson.submitted < _ATTEMPTS:
+                    again(self.submit(lesson))
+                    del self.futures[future]
+                    return None
+            return _result(task, lesson, state, value)
+        except Exception as exc:  # e.g. the output folder vanished; report, go on
+            result = LessonResult(
+                id=task["id"],
+                title=task["title"],
+                status="failed",
+                parameters=dict(task["parameters"]),
+                error=f"{type(exc).__name__}: {exc}",
+                failure="raised",
+            )
+            return lesson.counted(result)
+
+    def _lost_seconds(self, future: Any) -> float:
+        """How long ``future``'s attempt ran before its worker died (within :data:`_POLL`; 0.0 if it never
+        started): the seconds its worker last kept in the scheduler's metadata."""
+        kept = self.client.get_metadata([_RUNS, self.run, str(future.key)], default=None)
+        seconds = kept.get("seconds") if isinstance(kept, dict) else None
+        return float(seconds) if isinstance(seconds, (int, float)) else 0.0
+
+
+def _stop_and_collect(lessons: _Lessons) -> None:
     """After an interrupt: stop the run's lessons on the cluster and report every submitted lesson."""
     with contextlib.suppress(Exception):  # a scheduler out of reach: its lessons are reported lost below
-        stop.set()
+        lessons.stop.set()
     deadline = time.monotonic() + _REPORT_WAIT
-    while not all(future.done() for future in futures) and time.monotonic() < deadline:
+    while not all(future.done() for future in lessons.futures) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for future, position in futures.items():
-        if report.results[position] is not None:
+    for future, lesson in list(lessons.futures.items()):
+        if lessons.report.results[lesson.position] is not None:
             continue
-        task = report.tasks[position]
-        report(position, _outcome(future, task) if future.done() else _unreported(task), late=True)
+        task = lessons.tasks[lesson.position]
+        result = lessons.settle(future) if future.done() else _unreported(task, lesson)
+        lessons.report(lesson.position, result, late=True)
 
 
 def _submit_and_wait(
     distributed: Any, client: Any, tasks: Sequence[dict[str, Any]], pending: Sequence[int], report: _Report
 ) -> None:
-    run = uuid.uuid4().hex
-    stop = distributed.Event(_stop_event_name(run), client=client)
+    lessons = _Lessons(distributed, client, tasks, report)
     library, syllabi = (__version__, library_sha256()), {}
-    futures: dict[Any, int] = {}
     try:
         for position in pending:
-            job = _job(tasks[position], library, syllabi)
-            key = f"dro-lab-{tasks[position]['id']}-{position}-{run}"
-            futures[client.submit(_run_on_worker, job, run, key=key, pure=False)] = position
-        for future in distributed.as_completed(list(futures), loop=client.loop):
-            report(futures[future], _outcome(future, tasks[futures[future]]))
+            lessons.submit(_Lesson(position, _job(tasks[position], library, syllabi)))
+        done = distributed.as_completed(list(lessons.futures), loop=client.loop)
+        for future in done:
+            position = lessons.futures[future].position
+            result = lessons.settle(future, again=done.add)
+            if result is not None:
+                report(position, result)
     except KeyboardInterrupt:
         with _interrupts_deferred():  # a second Ctrl-C must not leave lessons running on the cluster
-            _stop_and_collect(stop, futures, report)
+            _stop_and_collect(lessons)
         raise
     except BaseException:  # e.g. on_result raised: no lesson of this run may go on running on the cluster
         with contextlib.suppress(Exception):
-            stop.set()
+            lessons.stop.set()
         raise
     finally:
         with contextlib.suppress(Exception):
-            client.set_metadata([_RUNS, run], None)  # forget which tasks started
+            client.set_metadata([_RUNS, lessons.run], None)  # forget which tasks started
 
 
 def run_tasks_on_dask(

@@ -17,21 +17,23 @@ from typing import Any
 from .. import __version__
 from ._files import canonical, jsonable, library_sha256, write_text_atomic
 from .control import _Cancelled, _RunControl
+from .exercises import fill_solutions
 from .failures import classify_failure
+from .instructor import APPENDED_TAG, check_verdicts, split_executed, with_solution_checks
 from .parameters import PRESET_ENV
 from .records import RECORD_ENV, read_records
-from .rerender import rerender_file
+from .rerender import rerender_prose
 from .results import LessonResult
 
 
-def _papermill_command(task: Mapping[str, Any], executed: Path) -> list[str]:
+def _papermill_command(task: Mapping[str, Any], source: Path, executed: Path) -> list[str]:
     import yaml
 
     command = [
         sys.executable,
         "-m",
         "papermill",
-        task["notebook"],
+        str(source),
         str(executed),
         "-y",
         yaml.safe_dump(task["parameters"], default_flow_style=True),
@@ -52,6 +54,11 @@ def _run_record_path(task: Mapping[str, Any]) -> Path:
     return Path(task["out"]) / f"{task['id']}.run.json"
 
 
+def _instructor_path(task: Mapping[str, Any]) -> Path:
+    """``<out>/instructor/<id>.ipynb``: the lesson executed with its solutions (:mod:`.instructor`)."""
+    return Path(task["out"]) / "instructor" / f"{task['id']}.ipynb"
+
+
 def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
     """``<out>/<id>.run.json``: what ran and how it ended (the key of resume)."""
     payload = {
@@ -61,6 +68,7 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
         "notebook": task["notebook"],
         "notebook_sha256": task["notebook_sha256"],
         "code_sha256": task["code_sha256"],
+        "solutions_sha256": task.get("solutions_sha256"),
         "dro_lab": __version__,
         "library_sha256": library_sha256(),
         "status": result.status,
@@ -95,10 +103,12 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
         and previous.get("status") == "ok"
         and previous.get("preset") == task["preset"]
         and previous.get("code_sha256") == task["code_sha256"]
+        and previous.get("solutions_sha256") == task.get("solutions_sha256")
         and previous.get("dro_lab") == __version__
         and previous.get("library_sha256") == library_sha256()
         and canonical(previous.get("parameters")) == canonical(task["parameters"])
         and executed.is_file()
+        and (not task.get("solutions") or _instructor_path(task).is_file())
     ):
         return previous
     return None
@@ -108,14 +118,15 @@ def _cached_result(task: Mapping[str, Any]) -> LessonResult | None:
     """The earlier run of ``task`` if it can stand for a new one (resume), else None.
 
     When only the lesson's prose changed since that run, its executed notebook takes the new markdown cells and
-    keeps its outputs (:func:`~.rerender.rerender_file`), and ``<id>.run.json`` records the new notebook hash.
+    keeps its outputs (:func:`~.rerender.rerender_prose`; so does the executed instructor copy), and
+    ``<id>.run.json`` records the new notebook hash.
     """
     previous = _reusable_run(task)
     if previous is None:
         return None
     out, lesson_id = Path(task["out"]), task["id"]
     if previous.get("notebook_sha256") != task["notebook_sha256"]:
-        if not rerender_file(Path(task["notebook"]), out / f"{lesson_id}.ipynb"):
+        if not _rerender_copies(task):
             return None  # the code cells do not line up after all: run it
         previous = {
             **previous,
@@ -138,7 +149,25 @@ def _cached_result(task: Mapping[str, Any]) -> LessonResult | None:
         result.records = read_records(record_path)
     log_path = out / f"{lesson_id}.log"
     result.log = log_path if log_path.is_file() else None
+    result.instructor = _instructor_path(task) if task.get("solutions") else None
     return result
+
+
+def _rerender_copies(task: Mapping[str, Any]) -> bool:
+    """The new prose into the executed student notebook and, when the lesson has solutions, the executed instructor
+    copy (its source: the notebook with the solutions filled in); False when the code cells do not line up."""
+    import nbformat
+
+    source = nbformat.read(task["notebook"], as_version=4)
+    copies = [(source, Path(task["out"]) / f"{task['id']}.ipynb")]
+    if task.get("solutions"):
+        copies.append((fill_solutions(source, task["solutions"]), _instructor_path(task)))
+    merged = [rerender_prose(src, nbformat.read(str(path), as_version=4)) for src, path in copies]
+    if any(nb is None for nb in merged):
+        return False
+    for nb, (_, path) in zip(merged, copies):
+        write_text_atomic(path, nbformat.writes(nb))
+    return True
 
 
 def _kernel_env(task: Mapping[str, Any], record_path: Path) -> dict[str, str]:
@@ -154,14 +183,14 @@ def _kernel_env(task: Mapping[str, Any], record_path: Path) -> dict[str, str]:
     }
 
 
-def _run_papermill(task: Mapping[str, Any], control: _RunControl, out: Path) -> tuple[int, float]:
-    """Run papermill for ``task`` into ``out``; (exit status, perf_counter at its launch)."""
-    executed, log_path = out / f"{task['id']}.ipynb", out / f"{task['id']}.log"
+def _run_papermill(task: Mapping[str, Any], control: _RunControl, source: Path, running: Path) -> tuple[int, float]:
+    """Run papermill on ``source`` into ``running``; (exit status, perf_counter at its launch)."""
+    out = Path(task["out"])
     # A subprocess, not a worker of ours: papermill's own CLI, whose log (and the kernel's stderr)
     # goes to <id>.log instead of the terminal; and no multiprocessing re-import of the caller.
-    with open(log_path, "w", encoding="utf-8") as log_file:
+    with open(out / f"{task['id']}.log", "w", encoding="utf-8") as log_file:
         process = control.launch(
-            _papermill_command(task, executed),
+            _papermill_command(task, source, running),
             env=_kernel_env(task, out / f"{task['id']}.record.json"),
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -174,6 +203,25 @@ def _run_papermill(task: Mapping[str, Any], control: _RunControl, out: Path) -> 
             control.forget(process)
 
 
+def _working_files(task: Mapping[str, Any]) -> tuple[Path, Path]:
+    """(the notebook papermill reads, the one it writes cell by cell): hidden files beside the outputs, replaced
+    by ``<id>.ipynb`` (and the instructor copy) only once the run is over."""
+    out, lesson_id = Path(task["out"]), task["id"]
+    return out / f".{lesson_id}.input.ipynb", out / f".{lesson_id}.running.ipynb"
+
+
+def _prepare_source(task: Mapping[str, Any]) -> Path:
+    """The lesson as papermill runs it: with its solutions' checks appended when it has solutions."""
+    if not task.get("solutions"):
+        return Path(task["notebook"])
+    import nbformat
+
+    source = _working_files(task)[0]
+    full = with_solution_checks(nbformat.read(task["notebook"], as_version=4), task["solutions"])
+    write_text_atomic(source, nbformat.writes(full))
+    return source
+
+
 def _execute_lesson(task: Mapping[str, Any], control: _RunControl | None = None) -> LessonResult:
     """Run one lesson: papermill in a subprocess (its own kernel). Never raises
     for a failing lesson; writes ``<id>.run.json`` at the end. Raises :class:`_Cancelled` when the
@@ -182,22 +230,21 @@ def _execute_lesson(task: Mapping[str, Any], control: _RunControl | None = None)
     if control.cancel.is_set():
         raise _Cancelled()
     out, lesson_id = Path(task["out"]), task["id"]
-    executed = out / f"{lesson_id}.ipynb"
     record_path, log_path = out / f"{lesson_id}.record.json", out / f"{lesson_id}.log"
-    for stale in (_run_record_path(task), executed, out / f"{lesson_id}.html", record_path):
-        stale.unlink(missing_ok=True)  # results must come from this run only
+    stale = (_run_record_path(task), out / f"{lesson_id}.ipynb", _instructor_path(task), record_path)
+    for path in (*stale, *_working_files(task)):
+        path.unlink(missing_ok=True)  # results must come from this run only
 
     result = LessonResult(id=lesson_id, title=task["title"], status="ok", parameters=dict(task["parameters"]))
-    returncode, start = _run_papermill(task, control, out)
-    interrupted = returncode != 0 and control.cancel.is_set()
+    running = _working_files(task)[1]
+    returncode, start = _run_papermill(task, control, _prepare_source(task), running)
     if returncode != 0:
         log = log_path.read_text(encoding="utf-8", errors="replace")
         result.status = "failed"
         result.failure, result.failing_cell, result.error = classify_failure(
-            task, returncode, executed, log, log_path.name, interrupted
+            task, returncode, running, log, log_path.name, interrupted=control.cancel.is_set()
         )
-    if executed.is_file():
-        result.notebook = executed
+    _publish_notebooks(task, running, result)
     if record_path.is_file():
         try:
             result.records = read_records(record_path)
@@ -208,3 +255,52 @@ def _execute_lesson(task: Mapping[str, Any], control: _RunControl | None = None)
     result.seconds = time.perf_counter() - start
     _write_run_record(task, result)
     return result
+
+
+def _publish_notebooks(task: Mapping[str, Any], running: Path, result: LessonResult) -> None:
+    """Move the run's notebook into place as ``<id>.ipynb`` and, for a lesson with solutions, split it into that
+    and the executed instructor copy (:func:`~.instructor.split_executed`); a failing or "not yet" solution makes
+    the lesson ``failed`` (failure ``solution``). Removes the working files."""
+    import nbformat
+
+    if running.is_file():
+        nb = nbformat.read(str(running), as_version=4)
+        nb.metadata.get("papermill", {}).update(input_path=task["notebook"], output_path=f"{task['id']}.ipynb")
+        if task.get("solutions"):
+            nb = _split_instructor_copy(task, nb, result)
+        executed = Path(task["out"]) / f"{task['id']}.ipynb"
+        write_text_atomic(executed, nbformat.writes(nb))
+        result.notebook = executed
+    for path in _working_files(task):
+        path.unlink(missing_ok=True)
+
+
+def _split_instructor_copy(task: Mapping[str, Any], nb: Any, result: LessonResult) -> Any:
+    """Write the executed instructor copy of ``nb`` (the whole run) and return the student's executed notebook."""
+    import nbformat
+
+    cell = result.failing_cell
+    failed_in_solution = cell is not None and APPENDED_TAG in _tags_at(nb, cell.executed_index)
+    if failed_in_solution:  # the student's part ran to its end: no papermill error banner in the student's copy
+        nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
+    wrong = sorted({key for key, verdict in check_verdicts(nb, appended=True) if verdict != "right"})
+    student, instructor = split_executed(nb, task["solutions"])
+    path = _instructor_path(task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, nbformat.writes(instructor))
+    result.instructor = path
+    copy_name = f"instructor/{path.name}"
+    if failed_in_solution:
+        result.failure, result.failing_cell = "solution", None
+        result.error = f"a solution in {copy_name} raised{cell.where()} -> {cell.ename}: {cell.evalue}"
+    elif wrong and result.status == "ok":
+        result.status, result.failure = "failed", "solution"
+        result.error = f"the solution of exercise {', '.join(wrong)} does not pass its check ({copy_name}: 'not yet')"
+    return student
+
+
+def _tags_at(nb: Any, executed_index: int) -> list[str]:
+    """The tags of the cell at ``executed_index`` (counted as :func:`~.failures.find_failing_cell` counts: without
+    papermill's error-banner cells)."""
+    cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
+    return list(cells[executed_index].metadata.get("tags", [])) if 0 <= executed_index < len(cells) else []

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write_text
+
 __all__ = [
     "CHECK_TAG",
     "EXERCISE_TAG",
@@ -244,5 +246,6 @@ def write_instructor_copy(notebook: str | os.PathLike, out: str | os.PathLike) -
     filled = fill_solutions(nbformat.read(str(notebook), as_version=4), read_solutions(solutions))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(filled, str(out))
+    text = nbformat.writes(filled)
+    atomic_write_text(out, text if text.endswith("\n") else text + "\n")  # what nbformat.write writes, atomically
     return out

@@ -15,6 +15,9 @@ from .results import FailingCell
 
 _ERROR_MARKER_TAG = "papermill-error-cell-tag"  # papermill's "An Exception was encountered" cells
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s*(.*))?$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: IPython's frame header for code run from a cell: ``Cell In[8], line 12`` (the cell's own frame comes first).
+_CELL_FRAME = re.compile(r"^Cell In\[\d*\], line (\d+)")
 #: Errors of papermill itself (not of a cell): the log names the real reason of the failure.
 _RUNNER_ERRORS = ("CellTimeoutError", "DeadKernelError")
 
@@ -33,6 +36,22 @@ def _last_exception_line(log: str) -> tuple[str, str] | None:
         if match and re.search(r"(Error|Exception|Exit|Interrupt|Timeout)$", match.group(1)):
             return match.group(1).rsplit(".", 1)[-1], (match.group(2) or "").strip()
     return None
+
+
+def _failing_line(cell: Mapping[str, Any]) -> tuple[int | None, str]:
+    """(1-based line, its text) of ``cell`` where its error was raised, from the first ``Cell In[..], line N`` frame
+    of the error output's traceback: the line of the cell itself (an ``assert``, or the call that raised deeper
+    down). (None, '') when no traceback names one."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") != "error":
+            continue
+        for frame in output.get("traceback", []):
+            match = _CELL_FRAME.match(_ANSI.sub("", str(frame)).lstrip())
+            if match:
+                number = int(match.group(1))
+                lines = str(cell.get("source", "")).splitlines()
+                return (number, lines[number - 1].strip()) if 0 < number <= len(lines) else (None, "")
+    return None, ""
 
 
 def _tags(cell: Mapping[str, Any]) -> list[str]:
@@ -64,6 +83,7 @@ def _at(cells: list, index: int, error: tuple[str, str]) -> FailingCell:
     """The :class:`FailingCell` for ``cells[index]``, its index counted in the source notebook."""
     cell = cells[index]
     injected_before = sum("injected-parameters" in _tags(c) for c in cells[:index])
+    line_number, line = _failing_line(cell)
     return FailingCell(
         index=index - injected_before,
         executed_index=index,
@@ -71,6 +91,8 @@ def _at(cells: list, index: int, error: tuple[str, str]) -> FailingCell:
         first_line=_first_line(cell.get("source", "")),
         ename=str(error[0]),
         evalue=str(error[1]),
+        line_number=line_number,
+        line=line,
     )
 
 
@@ -114,7 +136,10 @@ def find_failing_cell(notebook: Any, log: str = "") -> FailingCell | None:
 
 
 def _where(cell: FailingCell | None) -> str:
-    return f" in cell {cell.index} (`{cell.first_line}`)" if cell is not None else ""
+    if cell is None:
+        return ""
+    line = f", line {cell.line_number}" if cell.line_number is not None and cell.line else ""
+    return f" in cell {cell.index}{line} (`{cell.line or cell.first_line}`)"
 
 
 def classify_failure(

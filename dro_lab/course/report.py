@@ -38,16 +38,22 @@ table.records td{{border:none;padding:0 .6em 0 0;font-size:90%}}</style></head>
 """
 
 
+def _status(r: LessonResult) -> str:
+    """The status, with :attr:`LessonResult.retry_note` for a lesson run again after its worker died."""
+    return f"{r.status} ({r.retry_note})" if r.retry_note else r.status
+
+
 def summary_table(results: Sequence[LessonResult]) -> str:
     """The results as a Markdown table: lesson / title / status / seconds / failing cell (for a failed
-    lesson: the failure kind, the cell and the message, :attr:`LessonResult.problem`)."""
+    lesson: the failure kind, the cell and the message, :attr:`LessonResult.problem`). A lesson run again
+    after its worker died says so beside its status, and its seconds are those of both attempts."""
     lines = [
         "| lesson | title | status | seconds | failing cell |",
         "|---|---|---|---:|---|",
     ]
     for r in results:
         seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
-        lines.append(f"| {md_cell(r.id)} | {md_cell(r.title)} | {r.status} | {seconds} | {md_cell(r.problem)} |")
+        lines.append(f"| {md_cell(r.id)} | {md_cell(r.title)} | {_status(r)} | {seconds} | {md_cell(r.problem)} |")
     return "\n".join(lines)
 
 
@@ -170,7 +176,7 @@ def _html_row(run: _Run, r: LessonResult) -> str:
     title_cell = run.link(r.html, html.escape(r.title)) or html.escape(r.title)
     files = " ".join(filter(None, (run.link(r.html, "HTML"), run.link(r.notebook, "notebook"), run.link(r.log, "log"))))
     return (
-        f'<tr class="{r.status}"><td>{html.escape(r.id)}</td><td>{title_cell}</td><td>{r.status}</td>'
+        f'<tr class="{r.status}"><td>{html.escape(r.id)}</td><td>{title_cell}</td><td>{html.escape(_status(r))}</td>'
         f"<td{slow}>{seconds}</td><td>{expected}</td><td>{files}</td>"
         f"<td><code>{html.escape(r.problem)}</code></td><td>{_records_cell(r.records)}</td></tr>"
     )

@@ -10,10 +10,7 @@ notebook do not match one to one (a cell added, removed or edited), re-rendering
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
-
-from ._files import write_text_atomic
 
 INJECTED = "injected-parameters"
 
@@ -53,16 +50,3 @@ def rerender_prose(source: Any, executed: Any) -> Any | None:
             cells.append(copy.deepcopy(cell))
     nb.cells = copy.deepcopy(cells)
     return nb
-
-
-def rerender_file(source_path: Path, executed_path: Path) -> bool:
-    """Re-render ``executed_path`` in place (atomically) from ``source_path``'s prose; False when the code differs."""
-    import nbformat
-
-    source = nbformat.read(str(source_path), as_version=4)
-    executed = nbformat.read(str(executed_path), as_version=4)
-    merged = rerender_prose(source, executed)
-    if merged is None:
-        return False
-    write_text_atomic(executed_path, nbformat.writes(merged))
-    return True

@@ -10,8 +10,9 @@ from typing import Any
 
 #: How a failed lesson failed (``LessonResult.failure``): a cell raised; a cell ran past the timeout;
 #: the kernel died (killed, out of memory, a crash in native code); papermill itself was killed by a
-#: signal that the runner did not send; the run was interrupted (Ctrl-C, SIGTERM) while it ran.
-FAILURE_KINDS = ("raised", "timed out", "kernel died", "killed", "interrupted")
+#: signal that the runner did not send; the run was interrupted (Ctrl-C, SIGTERM) while it ran; the lesson ran,
+#: but a solution of its instructor copy raised or does not pass its check (:mod:`.instructor`).
+FAILURE_KINDS = ("raised", "timed out", "kernel died", "killed", "interrupted", "solution")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ class FailingCell:
         exec_count: the ``In [n]`` number in the executed notebook.
         first_line: first non-empty line of the cell's source.
         ename, evalue: the exception's name and message.
+        line_number: the 1-based line of the cell that raised, read from the traceback (the line of the cell
+            itself: an ``assert``, or the call into the library that raised), or None when the traceback does not
+            say (a timeout, a dead kernel).
+        line: that line of the cell's source, stripped ('' when unknown).
     """
 
     index: int
@@ -33,12 +38,21 @@ class FailingCell:
     first_line: str
     ename: str
     evalue: str
+    line_number: int | None = None
+    line: str = ""
 
     def describe(self) -> str:
-        """One line: ``cell 2 (In [3]) `raise ValueError("x")` -> ValueError: x``."""
+        """One line: ``cell 2 (In [3]), line 6 `assert x > 0` -> AssertionError: x``; without a known line, the
+        cell's first line: ``cell 2 (In [3]) `import math` -> ...``."""
         count = f" (In [{self.exec_count}])" if self.exec_count is not None else ""
         value = f": {self.evalue}" if self.evalue else ""
-        return f"cell {self.index}{count} `{self.first_line}` -> {self.ename}{value}"
+        return f"cell {self.index}{count}{self.where()} -> {self.ename}{value}"
+
+    def where(self) -> str:
+        """``, line 6 `assert x > 0``` when the failing line is known, else `` `first line```."""
+        if self.line_number is not None and self.line:
+            return f", line {self.line_number} `{self.line}`"
+        return f" `{self.first_line}`"
 
 
 @dataclass
@@ -54,12 +68,16 @@ class LessonResult:
         html: its page on the course website (``<out>/site/notebooks/<stem>.html``), if the run built one.
         record_file: the JSON file :func:`~dro_lab.course.record` wrote to, if the lesson recorded anything.
         log: papermill's log of the run (and the kernel's stderr).
+        instructor: the lesson executed with its exercises' solutions (``<out>/instructor/<id>.ipynb``), for a
+            lesson that has a solutions file.
         records: the recorded values.
         parameters: the parameters passed to papermill.
         error: one line describing the failure, else None (for a lesson not started because the
             run was interrupted: why it did not run).
         failing_cell: where it failed, when papermill could tell.
         failure: how a failed lesson failed, one of :data:`FAILURE_KINDS`, else None.
+        attempts: how many times this run started the lesson: 2 when its Dask worker died mid-lesson and
+            it was run again (``executor="dask"``; ``seconds`` then counts both attempts), else 1.
     """
 
     id: str
@@ -70,11 +88,18 @@ class LessonResult:
     html: Path | None = None
     record_file: Path | None = None
     log: Path | None = None
+    instructor: Path | None = None
     records: dict[str, Any] = field(default_factory=dict)
     parameters: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     failing_cell: FailingCell | None = None
     failure: str | None = None
+    attempts: int = 1
+
+    @property
+    def retry_note(self) -> str:
+        """One line for summaries when the lesson was run again after its worker died ('' otherwise)."""
+        return "retried after its worker died" if self.attempts > 1 else ""
 
     @property
     def problem(self) -> str:
@@ -98,7 +123,7 @@ class LessonResult:
     def to_dict(self, relative_to: Path | None = None) -> dict[str, Any]:
         """JSON-ready dict; paths relative to ``relative_to`` when given."""
         out = dataclasses.asdict(self)
-        for key in ("notebook", "html", "record_file", "log"):
+        for key in ("notebook", "html", "record_file", "log", "instructor"):
             value = getattr(self, key)
             if value is not None and relative_to is not None:
                 value = os.path.relpath(value, relative_to)

@@ -14,7 +14,8 @@ from typing import Any
 from ._files import code_sha256, sha256
 from .control import RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
 from .execute import _cached_result, _execute_lesson
-from .exercises import write_instructor_copy
+from .exercises import read_solutions, solutions_path
+from .lesson_setup import check_lesson_parameters
 from .parameters import notebook_parameters
 from .report import summary_markdown, write_summary
 from .results import LessonResult
@@ -67,12 +68,17 @@ def _make_task(
     kernel_name: str | None,
     notebook_sha256: str,
 ) -> dict[str, Any]:
+    solutions = solutions_path(lesson.notebook)
+    has_solutions = solutions.is_file()
     return {
         "id": lesson.id,
         "title": lesson.title,
         "notebook": str(lesson.notebook),
         "notebook_sha256": notebook_sha256,
         "code_sha256": code_sha256(lesson.notebook),
+        # the instructor copy runs in the lesson's own run (.instructor): its solutions travel with the task
+        "solutions": read_solutions(solutions) if has_solutions else None,
+        "solutions_sha256": sha256(solutions) if has_solutions else None,
         "out": str(out_dir),
         "preset": preset,
         "parameters": params,
@@ -289,7 +295,9 @@ def run_course(
     notebook is still written (and shown on the site). Written under ``out`` only::
 
         <id>.ipynb  <id>.log  <id>.record.json  <id>.run.json   per lesson
-        instructor/<id>.ipynb      the lesson with its exercises' solutions filled in (unexecuted)
+        instructor/<id>.ipynb      the lesson executed with its exercises' solutions (in the same run: the solved
+                                   cells and their checks run after the student's cells, then the executed
+                                   notebook is split in two; a solution that fails its check fails the lesson)
         site/                      the course website (html=True): site/index.html, one page per lesson
         summary.md  summary.json  index.html                     for the run
 
@@ -344,7 +352,8 @@ def run_course(
     atomically.
 
     Raises:
-        ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter, unknown
+        ValueError: unknown preset or lesson, bad ``jobs``/``timeout``, undeclared parameter, a parameter value that
+            fails the lesson's check in the syllabus or a device torch cannot use (before any kernel starts), unknown
             ``executor``, a ``scheduler`` without ``executor="dask"``.
         ModuleNotFoundError: ``executor="dask"`` without Dask installed (``pip install "dro-lab[dask]"``).
         ConnectionError: no Dask scheduler answers at ``scheduler``.
@@ -358,9 +367,7 @@ def run_course(
     overrides = dict(parameters or {})
     declared = {lesson.id: notebook_parameters(lesson.notebook) for lesson in selected} if overrides else {}
     _check_overrides(selected, overrides, declared)
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out_dir = out_dir.resolve()
+    out_dir = Path(out).resolve()
     common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name)
     tasks = [
         _make_task(
@@ -372,8 +379,9 @@ def run_course(
         )
         for lesson in selected
     ]
-    for lesson in selected:
-        write_instructor_copy(lesson.notebook, out_dir / "instructor" / f"{lesson.id}.ipynb")
+    for lesson, task in zip(selected, tasks):  # a bad value stops the run here, before any kernel starts
+        check_lesson_parameters(lesson, preset, task["parameters"])
+    out_dir.mkdir(parents=True, exist_ok=True)
     summary = dict(syllabus=syllabus, preset=preset, parameters=overrides)
     try:
         results = _run_tasks(tasks, jobs=jobs, force=force, on_result=on_result, executor=executor, scheduler=scheduler)

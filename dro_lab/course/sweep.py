@@ -12,6 +12,7 @@ from typing import Any
 from ._files import canonical, sha256
 from .control import RunInterrupted
 from .dask_executor import check_executor
+from .lesson_setup import check_lesson_parameters
 from .parameters import IDENT_RE, notebook_parameters, parse_parameter_value
 from .report import write_summary
 from .results import LessonResult, SweepResult
@@ -170,18 +171,22 @@ def run_sweep(
     syllabus, selected = _check_run_arguments(syllabus, preset, jobs, timeout, only)
     values, overrides = list(values), dict(parameters or {})
     labels, declared = _check_sweep(param, values, overrides, selected)
+    runs_wanted = [
+        (label, lesson, {**_lesson_parameters(lesson, preset, overrides, declared), param: value})
+        for value, label in zip(values, labels)
+        for lesson in selected
+    ]
+    for _, lesson, params in runs_wanted:  # every value checked before any folder or kernel
+        check_lesson_parameters(lesson, preset, params)
     sweep_dir, folders = _value_folders(out, param, labels)
     hashes = {lesson.id: sha256(lesson.notebook) for lesson in selected}
     common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name)
     tasks, owner = [], []
-    for value, label in zip(values, labels):
-        for lesson in selected:
-            params = {**_lesson_parameters(lesson, preset, overrides, declared), param: value}
-            task = _make_task(
-                lesson, params=params, out_dir=folders[label], notebook_sha256=hashes[lesson.id], **common
-            )
-            tasks.append(task)
-            owner.append(label)
+    for label, lesson, params in runs_wanted:
+        tasks.append(
+            _make_task(lesson, params=params, out_dir=folders[label], notebook_sha256=hashes[lesson.id], **common)
+        )
+        owner.append(label)
 
     def summarise(results: Sequence[LessonResult], **interrupted: Any) -> dict[str, list[LessonResult]]:
         runs = {}

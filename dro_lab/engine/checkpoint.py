@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._files import RecordError, atomic_write
 from .._validation import check_bool, check_optional_int
 from .strategy import Strategy
 
@@ -84,32 +85,27 @@ def set_rng_states(states: dict) -> None:
     np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
 
 
+#: What a reader of :func:`fit` can do about a checkpoint it cannot resume (a caller above ``fit``, such as
+#: :func:`dro_lab.experiments.run_experiment`, replaces it with its own advice through ``RecordError.with_fix``).
+FIX = "delete it, or call fit(..., resume=False) to start the run afresh and overwrite it"
+
+
 def write(path: Path, state: dict) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then ``os.replace``: the file named ``path`` is always a
-    whole checkpoint (the old one until the new one is complete), whatever interrupts the write."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """``torch.save`` through :func:`dro_lab._files.atomic_write`: the file named ``path`` is always a whole
+    checkpoint (the old one until the new one is complete), whatever interrupts the write."""
+    atomic_write(path, lambda handle: torch.save(state, handle))
 
 
 def read(path: Path, header: dict) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise ValueError(
-            f"checkpoint {str(path)!r} cannot be read ({type(exc).__name__}: {exc}); "
-            "delete it, or pass resume=False to overwrite it"
-        ) from exc
+        first = (str(exc).strip().splitlines() or [""])[0].split(". ")[0]  # torch's run to a dozen lines
+        raise RecordError(path, "checkpoint", f"cannot be read ({type(exc).__name__}: {first})", FIX) from exc
     saved = state.get("header", {}) if isinstance(state, dict) else {}
     if saved.get("format") != FORMAT:
-        raise ValueError(
-            f"checkpoint {str(path)!r} is not a dro_lab fit checkpoint (format "
-            f"{saved.get('format')!r}, expected {FORMAT}); pass resume=False to overwrite it"
-        )
+        problem = f"is not a dro_lab fit checkpoint (format {saved.get('format')!r}, expected {FORMAT})"
+        raise RecordError(path, "checkpoint", problem, FIX)
     check_header(saved, header, path)
     if saved.get("dro_lab") != header["dro_lab"]:
         warnings.warn(
@@ -125,10 +121,8 @@ def check_header(saved: dict, header: dict, path: Path, keys=HEADER_KEYS) -> Non
         f"{k}={saved.get(k)!r} there, {header[k]!r} here" for k in keys if k in header and saved.get(k) != header[k]
     ]
     if differ:
-        raise ValueError(
-            f"checkpoint {str(path)!r} was written by another configuration ({'; '.join(differ)}); "
-            "pass the same arguments to resume it, or resume=False (or another path) to start afresh"
-        )
+        problem = f"was written by another configuration ({'; '.join(differ)})"
+        raise RecordError(path, "checkpoint", problem, "pass the same arguments to resume it, or " + FIX)
 
 
 def replay(

@@ -10,7 +10,8 @@
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
   :func:`summarise`, :func:`pareto_front`; :mod:`~dro_lab.experiments.comparison_report` — its read-out,
   :class:`ComparisonReport` (table and what held, an illustration without verdicts on the smoke preset);
-* :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held;
+* :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held
+  (:func:`judge_seeds` when a seed is missing or diverged: it is set aside and named, never dropped silently);
 * :mod:`~dro_lab.experiments.tuning` — :func:`tune`, Bayesian optimisation with optuna.
 * :mod:`~dro_lab.experiments.toys` — :func:`run_minority_toy`, lesson 01's 2-D minority toy (an illustration,
   not a paper's experiment).
@@ -48,7 +49,7 @@ from .runner import available_experiments, parse_seeds, run_experiment, train_ar
 from .summary import summarize_runs
 from .toys import TOY_METHODS, MinorityToy, run_minority_toy, toy_strategy
 from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
-from .verdict import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
+from .verdict import VERDICTS, Verdict, combine, judge, judge_band, judge_seeds, mean_sd_text, pair_seeds
 
 __all__ = [
     "EXPERIMENTS",
@@ -97,5 +98,7 @@ __all__ = [
     "combine",
     "judge",
     "judge_band",
+    "judge_seeds",
     "mean_sd_text",
+    "pair_seeds",
 ]

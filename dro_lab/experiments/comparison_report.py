@@ -331,6 +331,7 @@ class ComparisonReport:
             "held": "group labels were worth more than robustness to the worst samples here.",
             "did not hold": "robustness to the worst samples did better than knowing the groups here.",
             "not resolved": "the seeds cannot tell the two families apart here.",
+            "not judged": "too few paired seeds for a verdict.",
         }[v.verdict]
         return head + f"{v.text(1, scale=100, unit=' points')}: {meaning}"
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from .._files import RecordError, atomic_write_text, read_json_record
+from .._validation import check_folder
 from .result import ExperimentResult
 from .runner import run_experiment
 
@@ -196,12 +198,11 @@ class Reference:
         return cls(data["name"], data["lesson"], tuple(parts))
 
     def save(self, path: str | os.PathLike) -> Path:
+        """Write the reference as JSON (atomically: :func:`dro_lab._files.atomic_write_text`), making its folder."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=None, separators=(",", ":"), ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-        return path
+        text = json.dumps(self.to_dict(), indent=None, separators=(",", ":"), ensure_ascii=False) + "\n"
+        return atomic_write_text(path, text)
 
 
 def _trials_text(trials: int) -> str:
@@ -227,11 +228,16 @@ def _plan(name: str) -> ReferencePlan:
 
 
 def load_reference(name: str | None = None, *, path: str | os.PathLike | None = None) -> Reference:
-    """The shipped reference ``name`` (``"hws"`` … or a lesson's id), or the reference file at ``path``."""
+    """The shipped reference ``name`` (``"hws"`` … or a lesson's id), or the reference file at ``path``.
+
+    A missing, truncated or malformed file raises one ``ValueError`` (:class:`dro_lab._files.RecordError`) naming
+    the file and the command that makes it again."""
     if (name is None) == (path is None):
         raise ValueError("give a reference name or a path, not both or neither")
     if path is not None:
-        return Reference.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file path, got {type(path).__name__}")
+        return _read(Path(path), "regenerate it (`dro-lab reference NAME --regenerate`, or --bundle from its runs)")
     plan = _plan(name)
     shipped = resources.files(__package__).joinpath(_DATA, f"{plan.name}.json")
     if not shipped.is_file():
@@ -239,7 +245,17 @@ def load_reference(name: str | None = None, *, path: str | os.PathLike | None = 
             f"the reference {plan.name!r} is not in this installation ({shipped}); "
             f"regenerate it with `dro-lab reference {plan.name} --regenerate`"
         )
-    return Reference.from_dict(json.loads(shipped.read_text(encoding="utf-8")))
+    with resources.as_file(shipped) as file:
+        return _read(file, f"reinstall dro-lab, or regenerate it with `dro-lab reference {plan.name} --regenerate`")
+
+
+def _read(path: Path, fix: str) -> Reference:
+    """A reference file, or one :class:`RecordError` naming it and ``fix``."""
+    data = read_json_record(path, what="reference", fix=fix)
+    try:
+        return Reference.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(path, "reference", f"is malformed ({exc})", fix) from None
 
 
 def bundle_reference(
@@ -247,9 +263,10 @@ def bundle_reference(
 ) -> Reference:
     """The reference made of the results already run under ``runs`` (one folder per part, as its command wrote)."""
     plan = _plan(name)
+    runs = check_folder(runs, "runs")
     parts = []
     for part, command in zip(plan.parts, plan.commands(runs, preset, seeds)):
-        path = Path(runs) / part.folder() / "result.json"
+        path = runs / part.folder() / "result.json"
         if not path.is_file():
             raise FileNotFoundError(f"no result at {path}: run `{command}` first (or regenerate_reference)")
         result = ExperimentResult.load(path)
@@ -272,6 +289,7 @@ def regenerate_reference(
     """Run (or resume: finished runs are kept under ``runs``) each command of the reference, then bundle it.
     ``preset`` and ``seeds`` replace the plan's (a smoke regeneration in the tests)."""
     plan = _plan(name)
+    runs = check_folder(runs, "runs")
     for part in plan.parts:
         run_experiment(
             part.experiment,

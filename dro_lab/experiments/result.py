@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from .._files import RecordError, atomic_write_text, read_json_record
 from .protocol import Claim
-from .verdict import judge, mean_sd_text
+from .verdict import judge_seeds, mean_sd_text, pair_seeds
 
 __all__ = ["ExperimentResult", "SCHEMA_VERSION"]
 
@@ -29,8 +30,14 @@ __all__ = ["ExperimentResult", "SCHEMA_VERSION"]
 SCHEMA_VERSION = 1
 
 _REQUIRED = ("experiment", "title", "paper", "dataset", "preset", "seeds", "config", "methods", "trials")
-_RUN_KEYS = ("seed", "method", "setting", "final", "curves", "seconds")
+#: The fields of one run's record (``runs`` of a result, and a file of ``OUT/runs/``).
+RUN_KEYS = ("seed", "method", "setting", "final", "curves", "seconds")
 _TRIAL_KEYS = ("method", "setting", "score")
+#: What to do about a result file that cannot be read: its runs are kept beside it, so the command rewrites it.
+_LOAD_FIX = (
+    "run the `dro-lab experiment` command that wrote it again (its finished runs are kept in the runs/ folder "
+    "beside it and are reused), or pass --restart to run everything again"
+)
 
 
 @dataclass
@@ -119,27 +126,17 @@ class ExperimentResult:
 
     def verdicts(self, **options) -> list[dict]:
         """Each claim judged from the paired seeds: the claim's fields plus ``verdict``, ``interval``, ``mean``,
-        ``n`` and ``verdict_text`` (the word beside its interval, in the claim's units); ``options`` go to
-        :func:`judge` (``min_seeds``, ``confidence``)."""
+        ``n`` (the seeds judged), ``judged_seeds``, ``set_aside`` and ``verdict_text`` (the word beside its interval,
+        in the claim's units); ``options`` go to :func:`judge_seeds` (``min_seeds``, ``confidence``).
+
+        A seed whose run is missing for either method, or whose value is not a finite number (a run that diverged),
+        is set aside and named in ``set_aside`` and in the text ("judged on 4 of 5 seeds: seed 3 diverged (HWS:
+        nan)"); a claim left with fewer than ``min_seeds`` paired seeds is "not judged"."""
         out = []
         for c in self.claims:
             claim = Claim(**c)
-            finals = self.final(claim.metric)
-            d = claim.orient(finals[claim.method], finals[claim.baseline])
-            d = d[~np.isnan(d)]
-            if d.size == 0:
-                out.append(
-                    {
-                        **c,
-                        "verdict": "not resolved",
-                        "interval": [np.nan, np.nan],
-                        "mean": np.nan,
-                        "n": 0,
-                        "verdict_text": "not resolved: no paired runs",
-                    }
-                )
-                continue
-            v = judge(d, threshold=claim.threshold, **options)
+            by_seed, reasons = self._paired(claim)
+            v = judge_seeds(by_seed, reasons=reasons, threshold=claim.threshold, **options)
             out.append(
                 {
                     **c,
@@ -147,10 +144,22 @@ class ExperimentResult:
                     "interval": list(v.interval),
                     "mean": v.mean,
                     "n": v.n,
+                    "judged_seeds": [s for s in self.seeds if s not in reasons],
+                    "set_aside": list(v.set_aside),
                     "verdict_text": v.text(_digits(claim.scale), scale=claim.scale, unit=claim.unit),
                 }
             )
         return out
+
+    def _paired(self, claim: Claim) -> tuple[dict, dict]:
+        """Seed → the claim's oriented difference (None where a run is missing), and seed → why a seed is set aside."""
+        if not any(claim.metric in r["final"] for r in self.runs):
+            raise ValueError(f"no final metric {claim.metric!r}; metrics: {self.metric_names()}")
+        values = {
+            name: {r["seed"]: r["final"].get(claim.metric) for r in self.runs if r["method"] == name}
+            for name in (claim.method, claim.baseline)
+        }
+        return pair_seeds(self.seeds, values, lambda a, b: claim.orient([a], [b])[0])
 
     def markdown(self, metrics: list[str] | None = None, *, verdicts: bool = True) -> str:
         """The table (mean ± sd over seeds; accuracies in %) and, unless ``verdicts=False``, each claim's verdict
@@ -188,7 +197,7 @@ class ExperimentResult:
         missing = [k for k in _REQUIRED if k not in data]
         if missing:
             raise ValueError(f"the result lacks {missing}")
-        for name, rows, keys in (("runs", data.get("runs", []), _RUN_KEYS), ("trials", data["trials"], _TRIAL_KEYS)):
+        for name, rows, keys in (("runs", data.get("runs", []), RUN_KEYS), ("trials", data["trials"], _TRIAL_KEYS)):
             for i, row in enumerate(rows):
                 lacking = [k for k in keys if k not in row]
                 if lacking:
@@ -201,17 +210,20 @@ class ExperimentResult:
         return cls(**fields)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result as JSON (atomically: a temporary file, then a rename)."""
-        path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
-        os.replace(tmp, path)
-        return path
+        """Write the result as JSON (atomically: :func:`dro_lab._files.atomic_write_text`)."""
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ExperimentResult:
-        """Read a result saved by :meth:`save`."""
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """Read a result saved by :meth:`save`. A missing, truncated or malformed file raises one ``ValueError``
+        (:class:`dro_lab._files.RecordError`) naming the file and what to do."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file path, got {type(path).__name__}")
+        data = read_json_record(path, what="experiment result", fix=_LOAD_FIX)
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise RecordError(path, "experiment result", f"is malformed ({exc})", _LOAD_FIX) from None
 
 
 def _digits(scale: float) -> int:

@@ -3,7 +3,9 @@
 :func:`run_experiment` is what lessons and ``dro-lab experiment`` call. With ``out=DIR`` every finished
 training run is kept in ``DIR/runs/`` and the run in progress checkpoints in ``DIR/checkpoints/``
 (:func:`dro_lab.fit`'s checkpoints), so calling it again with the same arguments skips what is done and
-continues the interrupted run where it stopped; ``DIR/result.json`` is rewritten after every run.
+continues the interrupted run where it stopped; ``DIR/result.json`` is rewritten after every run. Every file is
+written atomically (:mod:`dro_lab._files`); one that cannot be read back stops the resume with one line naming it and
+the way out, and ``restart=True`` (``dro-lab experiment --restart``) starts the folder over.
 """
 
 from __future__ import annotations
@@ -15,23 +17,25 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from .. import __version__
-from .._validation import check_bool, check_choice, check_int
+from .._files import RecordError, atomic_write_text, read_json_record
+from .._validation import check_bool, check_choice, check_folder, check_int
 from ..engine.loop import fit
 from ..strategies import STRATEGIES
 from ..utils import resolve_device, seed_everything
 from .papers import EXPERIMENTS
 from .protocol import FIT_KNOBS, Arm, Experiment, Splits
-from .result import ExperimentResult
+from .result import RUN_KEYS, ExperimentResult
 
 __all__ = ["run_experiment", "train_arm", "parse_seeds", "available_experiments"]
 
@@ -78,6 +82,7 @@ def run_experiment(
     methods: Sequence[str] | None = None,
     device: str | torch.device = "auto",
     progress: bool = True,
+    restart: bool = False,
     **overrides,
 ) -> ExperimentResult:
     """Tune, run and judge a paper's experiment (see :mod:`dro_lab.experiments.protocol` for the protocol).
@@ -93,17 +98,23 @@ def run_experiment(
             experiment has it: the sizes, epochs and trials to start from.
         trials: tuning trials per arm (the same for every arm); default the preset's. ``1`` runs each arm's
             first grid point (its default) untuned.
-        out: a folder for the runs, checkpoints and ``result.json`` (made if absent); ``None`` keeps nothing.
+        out: a folder for the runs, checkpoints and ``result.json`` (made if absent); ``None`` keeps nothing. A
+            second call with the same arguments resumes: finished runs are read back, the interrupted one continues
+            from its checkpoint. A run record or checkpoint that cannot be read stops it with one ``ValueError``
+            naming the file and the way out (delete that file to redo just that run, or ``restart``).
         methods: run only these arms (by name; the claims between them are kept); default all.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` …
         progress: a progress bar over the training runs.
+        restart: discard what earlier calls left in ``out`` (run records, checkpoints, ``result.json``, its
+            configuration) and start over; it says on stderr what it discarded (``dro-lab experiment --restart``).
         **overrides: settings of the preset to change (``epochs=5``, ``per_class=500`` …; the experiment's
             preset names them).
 
     Returns:
         An :class:`~dro_lab.experiments.result.ExperimentResult`; ``.verdicts()`` judges the claims.
     """
-    if isinstance(experiment, str):
+    named = isinstance(experiment, str)
+    if named:
         check_choice(experiment, "experiment", EXPERIMENTS)
         experiment = EXPERIMENTS[experiment]
     elif not isinstance(experiment, Experiment):
@@ -112,12 +123,16 @@ def run_experiment(
         experiment = _only(experiment, methods)
     check_choice(dataset, "dataset", DATASETS)
     check_bool(progress, "progress")
+    check_bool(restart, "restart")
     seeds = parse_seeds(seeds)
     config = experiment.config(dataset, preset, overrides)
     config["trials"] = check_int(trials if trials is not None else config.get("trials", 1), "trials", low=1)
     config["tune_seed"] = seeds[0]
+    command = (
+        _command(experiment.name, dataset, seeds, preset, trials, methods, device, overrides, out) if named else None
+    )
     device = resolve_device(device)
-    folder = _folder(out)
+    folder = _Folder.make(out, command, restart)
     _claim_folder(folder, experiment.name, dataset, config)
     result = ExperimentResult(
         experiment=experiment.name,
@@ -180,14 +195,17 @@ def _tune(experiment, dataset, config, settings, result, folder, device, bar) ->
 def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, config, folder, device, bar, phase):
     """One training run (or its saved record): the final metrics on ``splits.test`` and the per-epoch curves."""
     key = _run_key(phase, arm.name, seed, setting)
-    done = folder / "runs" / f"{key}.json" if folder else None
+    done = folder.path / "runs" / f"{key}.json" if folder else None
     if done is not None and done.exists():
         bar.update(1)
-        return json.loads(done.read_text())
-    checkpoint = folder / "checkpoints" / f"{key}.pt" if folder else None
+        return folder.read_run(done, arm.name, seed)
+    checkpoint = folder.path / "checkpoints" / f"{key}.pt" if folder else None
     start = time.perf_counter()
-    model, history = _train(experiment, arm, setting, splits, seed, config, device, test=phase == "run",
-                            checkpoint=checkpoint)  # fmt: skip
+    try:
+        model, history = _train(experiment, arm, setting, splits, seed, config, device, test=phase == "run",
+                                checkpoint=checkpoint)  # fmt: skip
+    except RecordError as exc:  # this run's checkpoint cannot be resumed: the way out is this folder's, not fit's
+        raise exc.with_fix(folder.fix) if folder is not None else exc from None
     curves = _curves(experiment, history.records, config) if phase == "run" else {}
     record = {
         "seed": seed,
@@ -198,7 +216,7 @@ def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, conf
         "seconds": time.perf_counter() - start,
     }
     if done is not None:
-        done.write_text(json.dumps(record))
+        atomic_write_text(done, json.dumps(record))
         checkpoint.unlink(missing_ok=True)
     bar.update(1)
     return record
@@ -317,26 +335,72 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w.=-]+", "_", text).strip("_")[:60] or "x"
 
 
-def _folder(out) -> Path | None:
-    if out is None:
-        return None
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out must be a folder path or None, got {type(out).__name__}")
-    folder = Path(out)
-    for sub in ("runs", "checkpoints"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    return folder
+@dataclass
+class _Folder:
+    """The ``out`` folder of a call: its run records (``runs/``), checkpoints (``checkpoints/``), configuration and
+    result, and ``restart``, how to start it over (the call's command with ``--restart``, else ``restart=True``)."""
+
+    path: Path
+    restart: str
+
+    @property
+    def fix(self) -> str:
+        """What to do about a run record or checkpoint that cannot be read."""
+        return f"delete it and run again to redo just that run, or start the folder over with {self.restart}"
+
+    @classmethod
+    def make(cls, out, command: str | None, restart: bool) -> _Folder | None:
+        """The folder of ``out`` (made, with its subfolders; emptied first with ``restart``), or None for None."""
+        if out is None:
+            return None
+        path = check_folder(out, "out")
+        folder = cls(path, f"`{command} --restart`" if command else "restart=True")
+        if restart:
+            folder.discard()
+        for sub in ("runs", "checkpoints"):
+            (path / sub).mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def discard(self) -> None:
+        """Delete what an earlier call wrote here (nothing else), and say so on stderr."""
+        runs = sorted((self.path / "runs").glob("*.json"))
+        checkpoints = sorted((self.path / "checkpoints").glob("*.pt"))
+        files = [p for p in (self.path / "result.json", self.path / "configuration.json") if p.is_file()]
+        leftovers = [p for sub in ("runs", "checkpoints") for p in (self.path / sub).glob(".*.tmp")]
+        for p in (*runs, *checkpoints, *files, *leftovers):
+            p.unlink()
+        named = "".join(f", {p.name}" for p in files)
+        print(f"restart: discarded {len(runs)} run records, {len(checkpoints)} checkpoints{named} in {self.path}",
+              file=sys.stderr)  # fmt: skip
+
+    def read_run(self, path: Path, method: str, seed: int) -> dict:
+        """A finished run's record, checked: every field, and the method and seed its file name promises."""
+        record = read_json_record(path, what="run record", fix=self.fix, required=RUN_KEYS)
+        if record["method"] != method or record["seed"] != seed or not isinstance(record["final"], dict):
+            raise RecordError(path, "run record", f"does not hold the run of {method!r} at seed {seed}", self.fix)
+        return record
 
 
-def _claim_folder(folder: Path | None, name: str, dataset: str, config: Mapping) -> None:
+def _command(name, dataset, seeds, preset, trials, methods, device, overrides, out) -> str:
+    """The ``dro-lab experiment`` command of a call of :func:`run_experiment` (for the advice in its errors)."""
+    words = ["dro-lab", "experiment", name, "--dataset", dataset, "--seeds", ",".join(map(str, seeds))]
+    words += ["--preset", preset] + (["--trials", str(trials)] if trials is not None else [])
+    words += ["--methods", *methods] if methods is not None and not isinstance(methods, str) else []
+    words += ["--device", device] if isinstance(device, str) and device != "auto" else []
+    words += [w for k, v in overrides.items() for w in ("--set", f"{k}={v!r}")]
+    return shlex.join(words + (["--out", str(out)] if out is not None else []))
+
+
+def _claim_folder(folder: _Folder | None, name: str, dataset: str, config: Mapping) -> None:
     """Mark ``folder`` with what its runs were made from, and refuse to resume runs of another configuration
     (they would be reused as if they were this one's)."""
     if folder is None:
         return
     stamp = json.loads(json.dumps({"experiment": name, "dataset": dataset, "config": dict(config)}, default=str))
-    path = folder / "configuration.json"
+    path = folder.path / "configuration.json"
     if path.exists():
-        before = json.loads(path.read_text())
+        fix = f"start the folder over with {folder.restart}, or give another out folder"
+        before = read_json_record(path, what="configuration", fix=fix, required=("experiment", "dataset", "config"))
         if before != stamp:
             changed = sorted(
                 k
@@ -344,17 +408,14 @@ def _claim_folder(folder: Path | None, name: str, dataset: str, config: Mapping)
                 if before["config"].get(k) != stamp["config"].get(k)
             )
             what = changed or [k for k in ("experiment", "dataset") if before.get(k) != stamp[k]]
-            raise ValueError(
-                f"{folder} holds runs of another configuration (differs in {what}): "
-                "give another out folder, or delete this one to start again"
-            )
+            raise ValueError(f"{folder.path} holds runs of another configuration (differs in {what}): {fix}")
         return
-    path.write_text(json.dumps(stamp, indent=1) + "\n")
+    atomic_write_text(path, json.dumps(stamp, indent=1) + "\n")
 
 
-def _save(result: ExperimentResult, folder: Path | None) -> None:
+def _save(result: ExperimentResult, folder: _Folder | None) -> None:
     if folder is not None:
-        result.save(folder / "result.json")
+        result.save(folder.path / "result.json")
 
 
 def _meta(device: torch.device) -> dict:

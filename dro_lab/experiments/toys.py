@@ -28,7 +28,7 @@ from ..metrics import model_on_grid, predict
 from ..models import LogisticRegression
 from ..strategies import ERM, RobustLossStrategy
 from ..utils import seed_everything
-from .verdict import Verdict, judge, mean_sd_text
+from .verdict import Verdict, judge_seeds, mean_sd_text, pair_seeds
 
 __all__ = ["TOY_METHODS", "MinorityToy", "run_minority_toy", "toy_strategy"]
 
@@ -129,12 +129,19 @@ class MinorityToy:
         return np.array([by[method, s] - by[baseline, s] for s in self.seeds], dtype=float)
 
     def verdicts(self, *, metric: str = "worst_group_accuracy", baseline: str = "ERM") -> dict[str, Verdict]:
-        """For each method: :func:`judge` on "it raises the toy's ``metric`` over ``baseline``" (paired seeds)."""
-        return {
-            self.headline[m]: judge(self.differences(m, baseline=baseline, metric=metric))
-            for m in self.headline
-            if m != baseline
-        }
+        """For each method: :func:`judge_seeds` on "it raises the toy's ``metric`` over ``baseline``" (paired seeds;
+        a seed whose run diverged is set aside and named in the verdict, never dropped silently)."""
+        if baseline not in self.headline:
+            raise ValueError(f"baseline must be one of {list(self.headline)}, got {baseline!r}")
+        out = {}
+        for m in self.headline:
+            if m != baseline:
+                values = {
+                    name: {r["seed"]: r[metric] for r in self.rows([name], headline=True)} for name in (m, baseline)
+                }
+                by_seed, reasons = pair_seeds(self.seeds, values)
+                out[self.headline[m]] = judge_seeds(by_seed, reasons=reasons)
+        return out
 
     def hardest_minority_share(self, fraction: float = 0.1, *, method: str = "ERM") -> float:
         """Share of minority points among the ``fraction`` of training points with the largest losses under the

@@ -14,17 +14,23 @@ mean:
 
 * ``"held"``: the interval's lower bound is above the threshold;
 * ``"did not hold"``: its upper bound is below the threshold;
-* ``"not resolved"``: the interval contains the threshold, or there are fewer than ``min_seeds`` differences
-  (a smoke run draws no verdict).
+* ``"not resolved"``: the interval contains the threshold;
+* ``"not judged"``: there are fewer than ``min_seeds`` differences (a smoke run draws no verdict), whatever the
+  interval.
 
-A claim stated as a band ("2.0–2.4×") is two one-sided claims: :func:`judge_band`. Lessons report the word
-beside the interval it came from (:meth:`Verdict.text`), never a word alone.
+:func:`judge` takes finite numbers only. Paired runs where a seed is missing or not a finite number (a run that
+diverged) go through :func:`judge_seeds`: it sets those seeds aside, judges the others, and its verdict names each
+seed set aside and why ("judged on 4 of 5 seeds: seed 3 diverged (HWS β=10: nan)"); nothing is dropped silently. A
+claim left with fewer than ``min_seeds`` paired seeds is "not judged". A claim stated as a band ("2.0–2.4×") is two
+one-sided claims: :func:`judge_band`. Lessons report the word beside the interval it came from
+(:meth:`Verdict.text`), never a word alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import numbers
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -32,23 +38,27 @@ from scipy import stats
 
 from .._validation import check_int, check_number
 
-__all__ = ["VERDICTS", "Verdict", "judge", "judge_band", "combine", "mean_sd_text"]
+__all__ = ["VERDICTS", "Verdict", "judge", "judge_seeds", "pair_seeds", "judge_band", "combine", "mean_sd_text"]
 
-#: The three possible verdicts.
-VERDICTS = ("held", "did not hold", "not resolved")
+#: The possible verdicts: the three words of the interval rule, and "not judged" (too few paired seeds).
+VERDICTS = ("held", "did not hold", "not resolved", "not judged")
 
 
 class Verdict(NamedTuple):
-    """What :func:`judge` says.
+    """What :func:`judge` (or :func:`judge_seeds`) says.
 
     Attributes:
-        verdict: ``"held"``, ``"did not hold"`` or ``"not resolved"``.
-        interval: ``(low, high)``, the t-interval of the mean difference (``(-inf, inf)`` for one seed).
+        verdict: one of :data:`VERDICTS`.
+        interval: ``(low, high)``, the t-interval of the mean difference (``(-inf, inf)`` for one seed, NaN for
+            none).
         mean: the mean of the differences.
-        n: the number of differences (seeds).
+        n: the number of differences (paired seeds) judged.
         wins: how many differences are above the threshold.
         threshold: the threshold the interval was compared with.
         confidence: the interval's confidence level.
+        min_seeds: the fewest differences a verdict needs.
+        of: the seeds the claim had, those set aside included (``None``: ``n``).
+        set_aside: one note per seed set aside, ``"seed 3 diverged (HWS β=10: nan)"``, ``"seed 4 missing (ERM)"``.
     """
 
     verdict: str
@@ -58,6 +68,9 @@ class Verdict(NamedTuple):
     wins: int
     threshold: float
     confidence: float
+    min_seeds: int = 3
+    of: int | None = None
+    set_aside: tuple[str, ...] = ()
 
     @property
     def has_interval(self) -> bool:
@@ -68,27 +81,60 @@ class Verdict(NamedTuple):
         """``"held: +3.10 (95 % interval 1.20 to 5.00, 5 seeds)"``; ``scale=100`` shows fractions as points.
 
         Without an interval (one seed: ``(-inf, inf)``; or a bound that is not a finite number) the text says
-        ``"(1 seed: no interval)"``, never ``± inf``.
+        ``"(1 seed: no interval)"``, never ``± inf``. A verdict "not judged" says how many seeds it needs, and seeds
+        set aside are named after it: ``"...; judged on 4 of 5 seeds: seed 3 diverged (HWS: nan)"``.
         """
         check_int(digits, "digits", low=0)
         scale = check_number(scale, "scale")
         low, high = sorted(v * scale for v in self.interval)  # a negative scale swaps the bounds
         seeds = f"{self.n} seed" + ("s" if self.n != 1 else "")
-        if not self.has_interval or not (math.isfinite(low) and math.isfinite(high)):
-            return f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}: no interval)"
-        pct = f"{self.confidence * 100:g} %"
-        return (
-            f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} "
-            f"({pct} interval {low:+.{digits}f} to {high:+.{digits}f}{unit}, {seeds})"
-        )
+        if self.n == 0:
+            out = f"{self.verdict}: no paired seeds"
+        elif not self.has_interval or not (math.isfinite(low) and math.isfinite(high)):
+            out = f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}: no interval)"
+        else:
+            pct = f"{self.confidence * 100:g} %"
+            out = (
+                f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} "
+                f"({pct} interval {low:+.{digits}f} to {high:+.{digits}f}{unit}, {seeds})"
+            )
+        if self.verdict == "not judged":
+            out += f"; a verdict needs {self.min_seeds} paired seeds"
+        if self.set_aside:
+            total = self.of if self.of is not None else self.n
+            on = (
+                f"judged on {self.n} of {total} seeds"
+                if self.verdict != "not judged"
+                else f"only {self.n} of {total} paired"
+            )
+            out += f"; {on}: {', '.join(self.set_aside)}"
+        return out
 
 
 def _differences(differences) -> np.ndarray:
-    d = np.asarray(differences, dtype=float).reshape(-1)
+    """``differences`` as a 1-D float array of finite numbers, or the ``TypeError`` / ``ValueError`` saying why not."""
+    if isinstance(differences, (str, bytes, Mapping, set, frozenset)) or not hasattr(differences, "__len__"):
+        raise TypeError(
+            f"differences must be a 1-D sequence of numbers (one per seed), got {type(differences).__name__}"
+        )
+    try:
+        d = np.asarray(differences)
+    except ValueError:  # a ragged nesting
+        raise ValueError("differences must be a 1-D sequence of numbers (one per seed), got a nested one") from None
+    if d.ndim != 1:
+        raise ValueError(f"differences must be 1-D (one paired difference per seed), got shape {d.shape}")
     if d.size == 0:
         raise ValueError("differences is empty: need one paired difference per seed")
-    for i, v in enumerate(d):
-        check_number(float(v), f"differences[{i}]")
+    if d.dtype.kind not in "iuf":
+        odd = next((v for v in d.tolist() if isinstance(v, bool) or not isinstance(v, numbers.Real)), d.tolist()[0])
+        raise TypeError(f"differences must hold numbers, got {type(odd).__name__} {odd!r}")
+    d = d.astype(float)
+    bad = np.flatnonzero(~np.isfinite(d))
+    if bad.size:
+        raise ValueError(
+            f"differences[{int(bad[0])}] is {d[bad[0]]}: judge takes finite numbers only; a seed that is missing "
+            "or diverged goes to judge_seeds, which sets it aside and names it"
+        )
     return d
 
 
@@ -96,10 +142,11 @@ def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence
     """The verdict on a claim from its paired per-seed differences (oriented: positive supports the claim).
 
     Args:
-        differences: one difference per seed (a sequence or array of finite numbers), oriented so that a
-            positive value supports the claim (see the module notes).
+        differences: one difference per seed (a 1-D sequence or array of finite numbers), oriented so that a
+            positive value supports the claim (see the module notes). Anything else (a nested list, text, NaN,
+            inf, nothing) raises ``TypeError`` / ``ValueError``; :func:`judge_seeds` takes seeds that are missing.
         threshold: the claim is "the mean difference is above ``threshold``" (default 0: "better").
-        min_seeds: below this many differences the verdict is ``"not resolved"`` whatever the numbers.
+        min_seeds: below this many differences the verdict is ``"not judged"`` whatever the numbers.
         confidence: the level of the two-sided t-interval, in (0, 1).
 
     Returns:
@@ -116,13 +163,96 @@ def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence
         interval = (mean - half, mean + half)
     else:
         interval = (-math.inf, math.inf)
-    verdict = "not resolved"
+    verdict = "not judged" if n < min_seeds else "not resolved"
     if n >= min_seeds and interval[0] > threshold:
         verdict = "held"
     elif n >= min_seeds and interval[1] < threshold:
         verdict = "did not hold"
     wins = int((d > threshold).sum())
-    return Verdict(verdict, interval, mean, n, wins, threshold, confidence)
+    return Verdict(verdict, interval, mean, n, wins, threshold, confidence, min_seeds, n)
+
+
+def judge_seeds(
+    by_seed: Mapping[int, float | None],
+    *,
+    reasons: Mapping[int, str] | None = None,
+    threshold: float = 0.0,
+    min_seeds: int = 3,
+    confidence: float = 0.95,
+) -> Verdict:
+    """:func:`judge` on paired per-seed differences of which some may be missing or not finite: those seeds are set
+    aside and named in the verdict (``Verdict.set_aside``, and its text), never dropped silently.
+
+    Args:
+        by_seed: seed → its oriented difference; ``None`` (or NaN) for a seed with no paired runs, NaN or ±inf for
+            one whose runs diverged.
+        reasons: seed → why it is set aside (``"diverged (HWS β=10: nan)"``, ``"missing (ERM)"``); a seed set aside
+            without one is said to be missing (``None``) or diverged (``"diverged (nan)"``).
+        threshold, min_seeds, confidence: as for :func:`judge`; fewer than ``min_seeds`` seeds left is "not judged".
+
+    Returns:
+        :class:`Verdict` on the finite differences, with ``of`` (all the seeds) and ``set_aside``.
+    """
+    if not isinstance(by_seed, Mapping):
+        raise TypeError(f"by_seed must be a mapping seed -> difference, got {type(by_seed).__name__}")
+    if not by_seed:
+        raise ValueError("by_seed is empty: need one paired difference per seed")
+    if reasons is not None and not isinstance(reasons, Mapping):
+        raise TypeError(f"reasons must be a mapping seed -> text or None, got {type(reasons).__name__}")
+    threshold = check_number(threshold, "threshold")
+    check_int(min_seeds, "min_seeds", low=2)
+    confidence = check_number(confidence, "confidence", low=0, high=1, low_open=True, high_open=True)
+    kept, notes = [], []
+    for seed, value in by_seed.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise TypeError(f"by_seed[{seed!r}] must be a number or None, got {type(value).__name__} {value!r}")
+        if value is not None and math.isfinite(value):
+            kept.append(float(value))
+            continue
+        why = (reasons or {}).get(seed) or ("missing" if value is None else f"diverged ({float(value)})")
+        notes.append(f"seed {seed} {why}")
+    if not kept:
+        nan = math.nan
+        return Verdict(
+            "not judged", (nan, nan), nan, 0, 0, threshold, confidence, min_seeds, len(by_seed), tuple(notes)
+        )
+    v = judge(kept, threshold=threshold, min_seeds=min_seeds, confidence=confidence)
+    return v._replace(of=len(by_seed), set_aside=tuple(notes))
+
+
+def pair_seeds(
+    seeds: Iterable[int], values: Mapping[str, Mapping[int, float | None]], orient: Callable | None = None
+) -> tuple[dict[int, float | None], dict[int, str]]:
+    """The paired per-seed differences of two methods, and why a seed is set aside: the input of :func:`judge_seeds`.
+
+    Args:
+        seeds: the seeds the claim is judged on.
+        values: two entries, the method's and then the baseline's: name → seed → value (a seed absent, or None,
+            when its run is missing).
+        orient: ``orient(method_value, baseline_value)`` → the difference that supports the claim when positive;
+            default ``method − baseline``.
+
+    Returns:
+        ``(by_seed, reasons)``: seed → difference (None when a run is missing) and, for each seed to set aside,
+        ``"missing (ERM)"`` or ``"diverged (HWS β=10: nan)"``.
+    """
+    if not isinstance(values, Mapping) or len(values) != 2:
+        raise TypeError("values must map the method's and the baseline's names to their values per seed")
+    (method, a), (baseline, b) = values.items()
+    orient = orient if orient is not None else (lambda x, y: x - y)
+    by_seed, reasons = {}, {}
+    for seed in seeds:
+        pair = {method: a.get(seed), baseline: b.get(seed)}
+        missing = [name for name, v in pair.items() if v is None]
+        if missing:
+            by_seed[seed], reasons[seed] = None, f"missing ({', '.join(missing)})"
+            continue
+        d = float(orient(pair[method], pair[baseline]))
+        by_seed[seed] = d
+        odd = [f"{name}: {float(v)}" for name, v in pair.items() if not math.isfinite(v)]
+        if odd or not math.isfinite(d):
+            reasons[seed] = f"diverged ({'; '.join(odd) or f'difference {d}'})"
+    return by_seed, reasons
 
 
 def judge_band(differences, low: float, high: float, **options) -> str:
@@ -139,14 +269,17 @@ def judge_band(differences, low: float, high: float, **options) -> str:
 
 
 def combine(statuses: Iterable[str]) -> str:
-    """A claim over several comparisons: ``"held"`` only if every one held, ``"did not hold"`` if any did not."""
+    """A claim over several comparisons: ``"held"`` only if every one held, ``"did not hold"`` if any did not;
+    otherwise ``"not judged"`` if one was not judged, else ``"not resolved"``."""
     statuses = list(statuses)
     unknown = [s for s in statuses if s not in VERDICTS]
     if unknown or not statuses:
         raise ValueError(f"statuses must be a non-empty list of {VERDICTS}, got {statuses!r}")
     if "did not hold" in statuses:
         return "did not hold"
-    return "held" if all(s == "held" for s in statuses) else "not resolved"
+    if all(s == "held" for s in statuses):
+        return "held"
+    return "not judged" if "not judged" in statuses else "not resolved"
 
 
 def mean_sd_text(values, digits: int = 3, *, scale: float = 1.0) -> str:

@@ -78,6 +78,7 @@ def test_official_python_loop_update_equals_the_samplers_update(momentum):
     assert torch.equal(weights[untouched], history[untouched])
 
 
+@pytest.mark.slow
 def test_hws_draw_skips_the_baseline_past_its_limit():
     rows = hws.bench_hws_draw(
         [64, 300, 3000], batch_size=128, device=torch.device("cpu"), repeats=1, budget_s=1.0, baseline_max_s=1e-9
@@ -89,6 +90,7 @@ def test_hws_draw_skips_the_baseline_past_its_limit():
     assert [r["state_bytes"] for r in rows] == [12 * n for n in (64, 300, 3000)]
 
 
+@pytest.mark.slow
 def test_bench_cli_runs_the_hws_sections_quickly(tmp_path, capsys):
     out = tmp_path / "hws.json"
     rc = cli_main(
@@ -146,6 +148,7 @@ def test_bench_cli_runs_the_hws_sections_quickly(tmp_path, capsys):
     assert "draw='auto' takes the tree from n = " in printed and "(multinomial)" in printed
 
 
+@pytest.mark.slow
 def test_hws_draw_times_auto_and_reports_the_mode_it_took(monkeypatch):
     import dro_lab.samplers.hardness as hardness
 

@@ -40,6 +40,7 @@ def _check_baseline(solver, losses, divergence, knob, value):
     assert objective(q_ours) >= objective(q_base) - 1e-5
 
 
+@pytest.mark.slow
 def test_bench_cli_writes_json_with_ratios(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = cli_main(

@@ -5,8 +5,8 @@ and records its parameters and shows a plotly figure; ``failing.ipynb`` raises i
 ``square.ipynb`` records ``y = x**2`` and ``half = x / 2`` and fails for ``x < 0`` (resume and
 sweeps; its ``x`` line has a comment with an ``=`` that ``papermill.inspect_notebook`` cannot read);
 ``minimal.ipynb`` prints its parameters; ``slow.ipynb`` sleeps past a timeout.
-The real lessons are run at the end, marked ``notebook``. The syllabus and the sweeps have their own
-files (test_syllabus.py, test_sweep.py).
+The real lessons run once per test session (tests/conftest.py ``executed_course``; their tests are in
+test_lessons.py). The syllabus and the sweeps have their own files (test_syllabus.py, test_sweep.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pytest
 from _course_util import (  # tests/course/
     FIXTURE_SYLLABUS,
     FIXTURES,
-    REPO,
     file_state,
     make_course,
     snapshot,
@@ -33,7 +32,6 @@ from dro_lab.cli import main
 from dro_lab.course import (
     FailingCell,
     LessonResult,
-    load_syllabus,
     parse_parameter_value,
     read_records,
     record,
@@ -73,6 +71,7 @@ def fixture_run(tmp_path_factory):
     )
 
 
+@pytest.mark.notebook
 def test_run_reports_ok_and_failed_in_syllabus_order(fixture_run):
     assert fixture_run.order == ["passing", "failing"]
     assert fixture_run.results["passing"].status == "ok"
@@ -81,6 +80,7 @@ def test_run_reports_ok_and_failed_in_syllabus_order(fixture_run):
     assert all(r.seconds > 0 for r in fixture_run.results.values())
 
 
+@pytest.mark.notebook
 def test_failing_cell_is_located_in_the_source_notebook(fixture_run):
     failed = fixture_run.results["failing"]
     cell = failed.failing_cell
@@ -99,6 +99,7 @@ def _page(out: Path, lesson: str) -> Path:
     return out / "site" / "notebooks" / f"{lesson}.html"
 
 
+@pytest.mark.notebook
 def test_outputs_exist_also_for_the_failed_lesson(fixture_run):
     out = fixture_run.out
     for lesson in ("passing", "failing"):
@@ -113,6 +114,7 @@ def test_outputs_exist_also_for_the_failed_lesson(fixture_run):
     assert "deliberate failure" in page and "This lesson failed in this run" in page
 
 
+@pytest.mark.notebook
 def test_injected_parameters_reach_the_executed_notebook(fixture_run):
     nb = nbformat.read(str(fixture_run.out / "passing.ipynb"), as_version=4)
     tags = [cell.metadata.get("tags", []) for cell in nb.cells]
@@ -124,6 +126,7 @@ def test_injected_parameters_reach_the_executed_notebook(fixture_run):
     assert fixture_run.results["failing"].parameters == {"preset": "smoke"}
 
 
+@pytest.mark.notebook
 def test_records_and_environment_of_the_kernel(fixture_run):
     result = fixture_run.results["passing"]
     assert result.record_file == fixture_run.out / "passing.record.json"
@@ -135,6 +138,7 @@ def test_records_and_environment_of_the_kernel(fixture_run):
     assert fixture_run.results["failing"].record_file is None
 
 
+@pytest.mark.notebook
 def test_plotly_figure_has_its_mime_type_and_is_drawn_by_the_sites_plotly_js(fixture_run):
     nb = nbformat.read(str(fixture_run.out / "passing.ipynb"), as_version=4)
     figure_cell = nb.cells[-1]
@@ -150,6 +154,7 @@ def test_plotly_figure_has_its_mime_type_and_is_drawn_by_the_sites_plotly_js(fix
     assert len(page) < 200_000
 
 
+@pytest.mark.notebook
 def test_summary_files(fixture_run):
     out = fixture_run.out
     md = (out / "summary.md").read_text(encoding="utf-8")
@@ -174,6 +179,7 @@ def test_summary_files(fixture_run):
     assert by_id["passing"]["expected_minutes"] == 0.1 and by_id["failing"]["expected_minutes"] is None
 
 
+@pytest.mark.notebook
 def test_summary_page_shows_records_expected_time_and_header(fixture_run):
     index = (fixture_run.out / "index.html").read_text(encoding="utf-8")
     passing_row = next(line for line in index.splitlines() if line.startswith('<tr class="ok">'))
@@ -187,6 +193,7 @@ def test_summary_page_shows_records_expected_time_and_header(fixture_run):
     assert "1 ok, 0 cached, 1 failed, 0 skipped" in index
 
 
+@pytest.mark.notebook
 def test_nothing_is_written_outside_out(fixture_run):
     assert fixture_run.after == fixture_run.before
     for name in ("passing.ipynb", "failing.ipynb"):
@@ -223,6 +230,7 @@ lessons:
 """
 
 
+@pytest.mark.notebook
 def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     syllabus = make_course(tmp_path, CLI_SYLLABUS)
     out = tmp_path / "out"
@@ -248,6 +256,11 @@ def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     assert "| slow | A slow lesson | failed |" in printed.out
     assert "| minimal | A minimal lesson | skipped |" in printed.out
     assert "[failed] failing" in printed.err and "[failed] slow" in printed.err
+    # the end of the output names each failed lesson, the line that failed and where to look (what `make course`
+    # leaves on the screen above make's own "Error 1")
+    assert 'FAILED failing: raised: cell 2 (In [4]), line 1 `raise ValueError("deliberate' in printed.err
+    assert f"see {out / 'failing.log'}, {out / 'failing.ipynb'}" in printed.err
+    assert "FAILED slow: timed out after 3 s in cell 1, line 3 (`time.sleep" in printed.err
     assert not (out / "minimal.ipynb").exists()  # --only: the other lesson did not run
     assert not (out / "failing.html").exists()  # --no-html
     data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -259,6 +272,7 @@ def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     assert slow["failing_cell"]["first_line"] == "import time"
 
 
+@pytest.mark.notebook
 def test_cli_run_with_parameters_exits_zero(tmp_path, capsys):
     syllabus = make_course(tmp_path, CLI_SYLLABUS)
     out = tmp_path / "out"
@@ -413,6 +427,7 @@ lessons:
 """
 
 
+@pytest.mark.notebook
 def test_a_change_to_the_library_source_reruns_the_lessons(tmp_path, monkeypatch):
     """The resume key holds a hash of dro_lab's source (recomputed here from the files, independently): the same
     library reuses the run, another source hash (an edited dro_lab/) runs the lesson again."""
@@ -438,6 +453,7 @@ def test_a_change_to_the_library_source_reruns_the_lessons(tmp_path, monkeypatch
     assert edited["square"].status == "ok"
 
 
+@pytest.mark.notebook
 def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     out = tmp_path / "out"
@@ -500,6 +516,7 @@ def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
     assert forced.status == "ok" and file_state(out / "square.ipynb") != before
 
 
+@pytest.mark.notebook
 def test_cli_resume_and_force(tmp_path, capsys):
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     argv = [
@@ -529,58 +546,3 @@ def test_cli_resume_and_force(tmp_path, capsys):
         main(argv + ["--force", "--resume"])
     assert info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------------------------
-# The real lessons (slow: a kernel and torch per lesson)
-# --------------------------------------------------------------------------------------------
-
-REAL_SYLLABUS = REPO / "course" / "syllabus.yaml"
-REAL_LESSONS = load_syllabus(REAL_SYLLABUS, check_notebooks=False).lessons
-
-
-@pytest.mark.notebook
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("lesson", REAL_LESSONS, ids=[lesson.id for lesson in REAL_LESSONS])
-def test_lesson_runs_with_the_smoke_preset(lesson, tmp_path):
-    if not lesson.notebook.is_file():
-        pytest.skip(f"{lesson.notebook_relpath} is not written yet")
-    syllabus = load_syllabus(REAL_SYLLABUS, check_notebooks=False)
-    [result] = [
-        r
-        for r in run_course(syllabus, preset="smoke", out=tmp_path, only=[lesson.id], timeout=120)
-        if r.id == lesson.id
-    ]
-    assert result.status == "ok", f"{lesson.id} failed: {result.failing_cell or result.error}"
-    assert result.html is not None and result.html.stat().st_size > 0
-
-
-@pytest.mark.notebook
-@pytest.mark.timeout(300)
-def test_beta_changes_the_recorded_kl_weights(tmp_path):
-    syllabus = load_syllabus(REAL_SYLLABUS, check_notebooks=False)
-    lesson = syllabus.lesson("01_dro_foundations")
-    if not lesson.notebook.is_file():
-        pytest.skip(f"{lesson.notebook_relpath} is not written yet")
-    if "beta" not in course.notebook_parameters(lesson.notebook):
-        pytest.fail(f"{lesson.notebook_relpath} must declare `beta` in its parameters cell")
-    maxima = {}
-    for beta in (0.5, 20.0):
-        [result] = [
-            r
-            for r in run_course(
-                syllabus,
-                out=tmp_path / f"beta{beta}",
-                only=[lesson.id],
-                parameters={"beta": beta},
-                html=False,
-                timeout=120,
-            )
-            if r.id == lesson.id
-        ]
-        assert result.status == "ok", f"beta={beta}: {result.failing_cell or result.error}"
-        assert "kl_weights_max" in result.records, (
-            "lesson 01 must call dro_lab.course.record('kl_weights_max', <max KL worst-case weight at beta>)"
-        )
-        maxima[beta] = result.records["kl_weights_max"]
-    assert maxima[0.5] != maxima[20.0], maxima

@@ -5,7 +5,9 @@ LocalCluster of two workers and with the local thread pool, and the two runs mus
 statuses, failures, failing cells, records and executed outputs. The workers' temporary folders are
 pointed at a folder of the test (``TMPDIR``, which the worker processes inherit) to check that the
 lessons ran there and that nothing is left. Resume is checked across executors by counting what is
-submitted; interrupts and a killed worker by the processes left (psutil) and the results reported.
+submitted; interrupts and a killed worker by the processes left (psutil) and the results reported: a
+lesson whose worker is killed mid-lesson (``attempts.ipynb`` writes its kernel's pid for the test to find
+the worker) runs again once and finishes, one killed on both attempts fails.
 """
 
 from __future__ import annotations
@@ -52,6 +54,14 @@ lessons:
   - {id: minimal, title: A quick lesson, notebook: src/minimal.ipynb}
 """
 
+RETRY_SYLLABUS = """\
+title: Killed worker
+lessons:
+  - {id: survivor, title: A lesson whose worker dies, notebook: src/attempts.ipynb}
+  - {id: kernel_dies, title: A lesson whose kernel dies, notebook: src/killed.ipynb}
+  - {id: minimal, title: A quick lesson, notebook: src/minimal.ipynb}
+"""
+
 
 @pytest.fixture(scope="module")
 def distributed():
@@ -84,6 +94,19 @@ def _comparable(lesson: dict) -> dict:
 
 def _run_record(path: Path) -> dict:
     return {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items() if k not in ("seconds", "finished")}
+
+
+def _count_submissions(monkeypatch: pytest.MonkeyPatch, distributed) -> list[str]:
+    """The ids of the lessons submitted to Dask from now on, one entry per submission."""
+    submitted: list[str] = []
+    real_submit = distributed.Client.submit
+
+    def counting_submit(self, fn, job, *args, **kwargs):
+        submitted.append(job["task"]["id"])
+        return real_submit(self, fn, job, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "submit", counting_submit)
+    return submitted
 
 
 def _lesson_folders(tmp: Path) -> list[str]:
@@ -154,6 +177,7 @@ def runs(distributed, tmp_path_factory):
     library_sha256.cache_clear()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TMPDIR", str(worker_tmp))  # the worker processes inherit it
+        submitted = _count_submissions(mp, distributed)
         start = time.perf_counter()
         dask_results = run_course(
             syllabus, out=root / "dask", jobs=2, html=False, executor="dask", on_result=lambda r: seen.append(r.id)
@@ -169,10 +193,12 @@ def runs(distributed, tmp_path_factory):
         dask={r.id: r for r in dask_results},
         local={r.id: r for r in local_results},
         seen=seen,
+        submitted=submitted,
         seconds=(dask_seconds, local_seconds),
     )
 
 
+@pytest.mark.notebook
 def test_dask_run_reports_like_the_local_run(runs):
     d, local = runs.dask, runs.local
     assert {k: (v.status, v.failure) for k, v in d.items()} == {"passing": ("ok", None), "raises": ("failed", "raised")}
@@ -183,8 +209,11 @@ def test_dask_run_reports_like_the_local_run(runs):
     assert raised.failing_cell.index == 2 and raised.error == "ValueError: deliberate failure in the third cell"
     assert raised.problem.startswith("raised: cell 2 ")
     assert sorted(runs.seen) == ["passing", "raises"]  # on_result, once per lesson
+    # a lesson that fails by itself is not run again: one submission each, one attempt
+    assert sorted(runs.submitted) == ["passing", "raises"] and {r.attempts for r in d.values()} == {1}
 
 
+@pytest.mark.notebook
 def test_notebooks_records_and_logs_come_back_to_out(runs):
     out = runs.root / "dask"
     for lesson in ("passing", "raises"):
@@ -201,6 +230,7 @@ def test_notebooks_records_and_logs_come_back_to_out(runs):
     assert [o.get("ename") for o in failing.outputs] == ["ValueError"]
 
 
+@pytest.mark.notebook
 def test_summary_and_run_records_equal_the_local_runs(runs):
     dask_summary, local_summary = _summary(runs.root / "dask"), _summary(runs.root / "local")
     for key in ("counts", "ok", "interrupted", "preset", "parameters"):
@@ -212,6 +242,7 @@ def test_summary_and_run_records_equal_the_local_runs(runs):
         )
 
 
+@pytest.mark.notebook
 def test_workers_ran_in_temporary_folders_that_are_gone(runs):
     worker_cwd = Path(runs.dask["passing"].records["cwd"])
     assert runs.worker_tmp in worker_cwd.parents  # the lesson ran on the worker, in its own folder
@@ -220,18 +251,12 @@ def test_workers_ran_in_temporary_folders_that_are_gone(runs):
     assert runs.local["passing"].records["cwd"] == str(runs.root / "src")
 
 
+@pytest.mark.notebook
 def test_resume_across_executors_submits_only_what_must_run(runs, distributed, tmp_path, monkeypatch):
     out = tmp_path / "out"
     shutil.copytree(runs.root / "dask", out)
     kept = (out / "passing.ipynb").stat().st_mtime_ns
-    submitted: list[str] = []
-    real_submit = distributed.Client.submit
-
-    def counting_submit(self, fn, job, *args, **kwargs):
-        submitted.append(job["task"]["id"])
-        return real_submit(self, fn, job, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "submit", counting_submit)
+    submitted = _count_submissions(monkeypatch, distributed)
     again = {r.id: r for r in run_course(runs.syllabus, out=out, jobs=2, html=False, executor="dask")}
     assert submitted == ["raises"]  # a failed lesson always runs again; the ok one is reused
     assert (again["passing"].status, again["raises"].status) == ("cached", "failed")
@@ -256,6 +281,7 @@ def test_resume_across_executors_submits_only_what_must_run(runs, distributed, t
     assert [(r.id, r.status) for r in reused] == [("passing", "cached"), ("raises", "skipped")] and not started
 
 
+@pytest.mark.notebook
 def test_sweep_on_a_running_scheduler_records_each_value(distributed, tmp_path):
     """A cluster the run does not own, reached by its address (as a real cluster would be)."""
     syllabus = _course(tmp_path, DASK_SYLLABUS.replace("src/failing.ipynb", "src/square.ipynb"))
@@ -271,6 +297,7 @@ def test_sweep_on_a_running_scheduler_records_each_value(distributed, tmp_path):
     assert (sweep.out / "sweep.json").is_file()
 
 
+@pytest.mark.notebook
 def test_a_worker_with_another_dro_lab_runs_nothing(distributed, tmp_path, monkeypatch):
     from dro_lab.course import dask_executor
 
@@ -288,6 +315,7 @@ def test_a_worker_with_another_dro_lab_runs_nothing(distributed, tmp_path, monke
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_interrupt_stops_running_lessons_on_the_workers_and_skips_queued_ones(distributed, tmp_path, monkeypatch):
     pytest.importorskip("psutil")
     syllabus = _course(tmp_path, STOP_SYLLABUS)
@@ -322,34 +350,93 @@ def test_interrupt_stops_running_lessons_on_the_workers_and_skips_queued_ones(di
     assert _lesson_folders(worker_tmp) == []
 
 
-def test_a_worker_that_dies_fails_its_lesson_and_the_others_run_on(distributed, tmp_path, monkeypatch):
-    psutil = pytest.importorskip("psutil")
-    syllabus = _course(tmp_path, KILL_SYLLABUS)
-    worker_tmp, out = tmp_path / "worker-tmp", tmp_path / "out"
+def _pids(path: Path) -> list[int]:
+    """The kernel pids that the attempts of a lesson of ``attempts.ipynb`` wrote to ``path``."""
+    return [int(line) for line in path.read_text(encoding="utf-8").split()] if path.is_file() else []
+
+
+def _kill_the_workers(pids_file: Path, attempts: int, after: float, killed: list[int]) -> None:
+    """SIGKILL the Dask worker running the lesson that writes to ``pids_file``, ``after`` seconds into
+    each of its first ``attempts`` attempts (no clean-up of its own, as under the OOM killer)."""
+    import psutil
+
+    for attempt in range(1, attempts + 1):
+        _wait_for(lambda: len(_pids(pids_file)) >= attempt, 90, f"attempt {attempt} to start")
+        time.sleep(after)
+        papermill = psutil.Process(_pids(pids_file)[attempt - 1]).parent()  # kernel -> papermill -> worker
+        assert "papermill" in " ".join(papermill.cmdline())
+        killed += [papermill.pid, _pids(pids_file)[attempt - 1]]
+        papermill.parent().kill()
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(120)
+def test_a_lesson_whose_worker_dies_runs_again_once_and_finishes(distributed, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("psutil")
+    syllabus = _course(tmp_path, RETRY_SYLLABUS)
+    worker_tmp, out, pids_file = tmp_path / "worker-tmp", tmp_path / "out", tmp_path / "pids"
     monkeypatch.setenv("TMPDIR", str(worker_tmp))
-    lesson_pids: list[int] = []
-
-    def kill_the_worker():
-        _wait_for(lambda: _sleeping(worker_tmp, 1), 90, "the slow lesson to sleep")
-        lesson_pids.extend(_lesson_processes(worker_tmp))
-        papermill = next(p for p in lesson_pids if "papermill" in " ".join(psutil.Process(p).cmdline()))
-        psutil.Process(papermill).parent().kill()  # the Dask worker process, SIGKILL: no clean-up of its own
-
-    killer = threading.Thread(target=kill_the_worker, daemon=True)
+    submitted = _count_submissions(monkeypatch, distributed)
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_the_workers, args=(pids_file, 1, 2.0, killed), daemon=True)
     killer.start()
-    # one worker: the quick lesson waits behind the slow one, then runs on the worker Dask starts again
-    results = {r.id: r for r in run_course(syllabus, out=out, jobs=1, html=False, executor="dask",
-                                           parameters={"seconds": 120}, timeout=300)}  # fmt: skip
+    command = ["course", "run", "--syllabus", str(syllabus), "--out", str(out), "--jobs", "2", "--no-html"]
+    command += ["--executor", "dask", "-p", "seconds", "120", "-p", "attempts_file", str(pids_file)]
+    assert main(command + ["--timeout", "300"]) == 1  # the lesson whose kernel dies fails by itself
     killer.join(5)
-    assert (results["sleepy"].status, results["sleepy"].failure) == ("failed", "killed")
-    assert "Dask worker" in results["sleepy"].error and "died" in results["sleepy"].error
-    assert results["minimal"].status == "ok" and (out / "minimal.ipynb").is_file()
-    assert len(lesson_pids) == 2
-    _wait_for(lambda: _gone(lesson_pids), 15, "the dead worker's papermill and kernel to end")
-    assert json.loads((out / "sleepy.run.json").read_text(encoding="utf-8"))["failure"] == "killed"
-    assert _lesson_folders(worker_tmp) == []  # the dead worker's folder, removed by the next lesson
+    assert len(killed) == 2 and len(_pids(pids_file)) == 2  # the lesson ran twice: killed, then to its end
+    assert sorted(submitted) == ["kernel_dies", "minimal", "survivor", "survivor"]
+
+    lessons = {x["id"]: x for x in _summary(out)["lessons"]}
+    survivor = lessons["survivor"]
+    assert (survivor["status"], survivor["attempts"], survivor["error"]) == ("ok", 2, None)
+    assert stream_text(nbformat.read(str(out / "survivor.ipynb"), as_version=4)) == "attempt 2 finished\n"
+    # its seconds: the lost attempt (killed 2 s after its kernel started) and the one that finished
+    finished = nbformat.read(str(out / "survivor.ipynb"), as_version=4).metadata.papermill.duration
+    assert survivor["seconds"] > 1.5 + finished
+    assert json.loads((out / "survivor.run.json").read_text(encoding="utf-8"))["seconds"] == survivor["seconds"]
+    # a lesson that fails by itself (its kernel dies: the worker lives) is not run again
+    assert (lessons["kernel_dies"]["status"], lessons["kernel_dies"]["failure"]) == ("failed", "kernel died")
+    assert lessons["kernel_dies"]["attempts"] == 1 and lessons["minimal"]["attempts"] == 1
+    err = capsys.readouterr().err
+    assert f"[ok] survivor in {survivor['seconds']:.1f} s (retried after its worker died)" in err
+    assert "| survivor | A lesson whose worker dies | ok (retried after its worker died) |" in (
+        out / "summary.md"
+    ).read_text(encoding="utf-8")
+    assert "<td>ok (retried after its worker died)</td>" in (out / "index.html").read_text(encoding="utf-8")
+    _wait_for(lambda: _gone(killed), 15, "the dead worker's papermill and kernel to end")
+    assert _lesson_folders(worker_tmp) == []  # the dead worker's folder, removed by a later lesson
 
 
+@pytest.mark.notebook
+@pytest.mark.timeout(120)
+def test_a_lesson_whose_worker_dies_twice_fails_and_is_not_run_a_third_time(distributed, tmp_path, monkeypatch):
+    """On a scheduler that runs no task again after its worker's death (``allowed-failures`` 0: the client
+    gets Dask's ``KilledWorker``), the client still runs the lesson again, once."""
+    import dask
+
+    pytest.importorskip("psutil")
+    syllabus = _course(tmp_path, RETRY_SYLLABUS)
+    worker_tmp, out, pids_file = tmp_path / "worker-tmp", tmp_path / "out", tmp_path / "pids"
+    monkeypatch.setenv("TMPDIR", str(worker_tmp))
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_the_workers, args=(pids_file, 2, 1.0, killed), daemon=True)
+    killer.start()
+    parameters = {"seconds": 120, "attempts_file": str(pids_file), "long_attempts": 3}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # the LocalCluster's scheduler, here
+        (result,) = [r for r in run_course(syllabus, out=out, jobs=1, only=["survivor"], html=False, executor="dask",
+                                           parameters=parameters, timeout=300) if r.status != "skipped"]  # fmt: skip
+    killer.join(5)
+    assert (result.status, result.failure, result.attempts) == ("failed", "killed", 2)
+    assert "Dask worker died while it ran, and again when it was run a second time (KilledWorker" in result.error
+    assert result.retry_note == "retried after its worker died" and result.seconds > 1.0  # both lost attempts
+    assert len(_pids(pids_file)) == 2  # no third attempt
+    stored = json.loads((out / "survivor.run.json").read_text(encoding="utf-8"))
+    assert (stored["failure"], stored["seconds"]) == ("killed", result.seconds)
+    _wait_for(lambda: _gone(killed), 15, "the dead workers' papermill and kernel to end")
+
+
+@pytest.mark.notebook
 @pytest.mark.timeout(180)
 def test_cli_ctrl_c_to_the_process_group_stops_the_dask_run(distributed, tmp_path):
     """A Ctrl-C in a terminal reaches every process of the foreground group, the local cluster's workers
@@ -382,7 +469,7 @@ def test_cli_ctrl_c_to_the_process_group_stops_the_dask_run(distributed, tmp_pat
     assert runner.returncode == 130, stderr
     assert "[ok] minimal" in stderr and "Traceback" not in stderr
     # the worker lived and stopped the lesson itself: the cell that ran, and the partial notebook back in OUT
-    assert "[failed] sleepy" in stderr and "interrupted: the run was stopped in cell 1 (`import time`)" in stderr
+    assert "[failed] sleepy" in stderr and "interrupted: the run was stopped in cell 1" in stderr
     stored = json.loads((out / "sleepy.run.json").read_text(encoding="utf-8"))
     assert (stored["status"], stored["failure"]) == ("failed", "interrupted") and (out / "sleepy.ipynb").is_file()
     _wait_for(lambda: _gone(lesson_pids), 15, "the lesson processes to end")
@@ -426,6 +513,7 @@ def test_without_dask_the_error_says_what_to_install(tmp_path, monkeypatch, caps
     assert status == 2 and 'pip install "dro-lab[dask]"' in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_a_connection_error(distributed, tmp_path, capsys):
     import dask
 

@@ -104,6 +104,7 @@ lessons:
 """
 
 
+@pytest.mark.notebook
 def test_the_runner_re_renders_prose_and_runs_code(tmp_path):
     syllabus = make_course(tmp_path, SYLLABUS)
     out, source = tmp_path / "out", tmp_path / "src" / "square.ipynb"
@@ -142,6 +143,7 @@ lessons:
 """
 
 
+@pytest.mark.notebook
 def test_running_one_lesson_keeps_the_other_lessons_pages(tmp_path):
     syllabus = make_course(tmp_path, TWO_LESSONS)
     out = tmp_path / "out"

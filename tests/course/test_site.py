@@ -145,6 +145,7 @@ def site(tmp_path_factory) -> Path:
     return out / "site"
 
 
+@pytest.mark.slow
 def test_site_has_home_lessons_summary_search_and_downloads(site):
     for page in ("index.html", "summary.html", "search.html", "notebooks/one.html", "notebooks/two.html"):
         assert (site / page).is_file(), page
@@ -160,6 +161,7 @@ def test_site_has_home_lessons_summary_search_and_downloads(site):
     assert "widgets" not in executed.metadata and executed.cells[2].outputs[0]["data"][PLOTLY_MIME] == TWIN
 
 
+@pytest.mark.slow
 def test_site_pages_fetch_nothing_from_the_network(site):
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
@@ -167,6 +169,7 @@ def test_site_pages_fetch_nothing_from_the_network(site):
         assert remote == [], (page, remote[:3])
 
 
+@pytest.mark.slow
 def test_lesson_page_draws_the_figure_and_the_twin_with_the_sites_plotly(site):
     page = (site / "notebooks" / "one.html").read_text(encoding="utf-8")
     figures = _scripts_figures(page)
@@ -177,6 +180,7 @@ def test_lesson_page_draws_the_figure_and_the_twin_with_the_sites_plotly(site):
     assert len(page.encode()) < 3_000_000
 
 
+@pytest.mark.slow
 def test_build_site_checks_its_arguments(tmp_path, site):
     syllabus = load_syllabus(site.parents[1] / "course" / "syllabus.yaml")
     good = dict(syllabus=syllabus, results=[], preset="smoke", summary_md="# s")

@@ -83,6 +83,7 @@ def sweep_run(tmp_path_factory):
     )
 
 
+@pytest.mark.notebook
 def test_sweep_exit_status_and_layout(sweep_run, capsys):
     assert sweep_run.status == 1  # x = -1 failed
     folders = sorted(p.name for p in sweep_run.dir.iterdir() if p.is_dir())
@@ -95,6 +96,7 @@ def test_sweep_exit_status_and_layout(sweep_run, capsys):
         assert not (sweep_run.dir / folder / "minimal.ipynb").exists()
 
 
+@pytest.mark.notebook
 def test_sweep_is_resumed_except_failed_values(sweep_run):
     statuses = {r.parameters["x"]: r.status for r in sweep_run.seen}
     assert statuses == {0.5: "cached", 2: "cached", 3: "ok", -1: "failed"}
@@ -103,6 +105,7 @@ def test_sweep_is_resumed_except_failed_values(sweep_run):
             assert file_state(path) == state
 
 
+@pytest.mark.notebook
 def test_sweep_json_and_table_hold_the_closed_form(sweep_run):
     data = json.loads((sweep_run.dir / "sweep.json").read_text(encoding="utf-8"))
     assert data["param"] == "x" and data["values"] == [0.5, 2, 3, -1] and data["ok"] is False
@@ -129,6 +132,7 @@ def test_sweep_json_and_table_hold_the_closed_form(sweep_run):
     assert sweep_table(sweep_run.sweep) in md
 
 
+@pytest.mark.notebook
 def test_sweep_figure_data(sweep_run):
     fig = sweep_figure(sweep_run.sweep)
     traces = {(t.name, t.xaxis): t for t in fig.data}
@@ -142,6 +146,7 @@ def test_sweep_figure_data(sweep_run):
     assert fig.layout.xaxis.type == "linear"  # a negative value: no log axis
 
 
+@pytest.mark.notebook
 def test_sweep_index_links_exist(sweep_run):
     import re
 

@@ -73,6 +73,7 @@ def debian_train():
     return load_fashion_mnist()
 
 
+@pytest.mark.slow
 @needs_debian
 def test_debian_training_split_shapes_classes_and_range(debian_train):
     ds = debian_train
@@ -90,6 +91,7 @@ def test_debian_test_split_shapes_classes_and_labels():
     assert ds.y.tolist() == _labels_by_hand(DEBIAN / "t10k-labels-idx1-ubyte.gz")
 
 
+@pytest.mark.slow
 @needs_debian
 def test_debian_first_image_matches_a_struct_decode(debian_train):
     n, first = _first_image_by_hand(DEBIAN / "train-images-idx3-ubyte.gz")
@@ -99,6 +101,7 @@ def test_debian_first_image_matches_a_struct_decode(debian_train):
     assert debian_train.y[:100].tolist() == labels[:100] and int(debian_train.y[-1]) == labels[-1]
 
 
+@pytest.mark.slow
 @needs_debian
 def test_each_call_returns_its_own_tensors(debian_train):
     again = load_fashion_mnist()

@@ -9,6 +9,8 @@ follows, before that step's checkpoint): the steps after the last checkpoint are
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from test_determinism import BATCH, IMAGE_STRATEGIES, STRATEGIES, TIME_KEYS, _model, _same, small_benchmark
@@ -178,8 +180,10 @@ def test_a_checkpoint_of_another_configuration_is_refused(data, tmp_path):
     with pytest.raises(ValueError, match="optimizer"):
         _fit("ERM", data, checkpoint=path, optimizer="adam")
     path.write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="cannot be read"):
+    with pytest.raises(ValueError, match="cannot be read") as raised:
         _fit("ERM", data, checkpoint=path)
+    message = str(raised.value)  # one line: the file, what is wrong, and the keyword fit has to start afresh
+    assert "\n" not in message and repr(str(path)) in message and "resume=False" in message
 
 
 def test_resume_false_ignores_and_overwrites(data, tmp_path):
@@ -211,8 +215,11 @@ def test_the_write_is_atomic(data, tmp_path, monkeypatch):
     real_save = torch.save
 
     def partial_save(obj, f, *args, **kwargs):
-        with open(f, "wb") as handle:
-            handle.write(b"half a checkpoi")
+        if isinstance(f, (str, os.PathLike)):
+            with open(f, "wb") as handle:
+                handle.write(b"half a checkpoi")
+        else:  # an open file
+            f.write(b"half a checkpoi")
         raise Interrupted("killed while saving")
 
     monkeypatch.setattr(checkpoint_module.torch, "save", partial_save)
@@ -393,6 +400,7 @@ os._exit(0)  # skip the interpreter's teardown: gloo threads held by DDP can abo
 
 
 @pytest.mark.slow
+@pytest.mark.ddp
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
 def test_resume_under_ddp_two_gloo_ranks(tmp_path):
     """Under torchrun (2 CPU ranks): rank 0 writes, both ranks load; the resumed run equals the uninterrupted

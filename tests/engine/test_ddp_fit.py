@@ -38,6 +38,7 @@ def runs(tmp_path_factory):
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.ddp,
     pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available"),
 ]
 

@@ -71,7 +71,7 @@ def test_tabular_result_reads_as_an_experiment_result():
     kl = r.final("pi_kl_to_prior")
     assert np.isnan(kl["AdamW"]).all() and (kl["ALSO"] > 0).all() and (kl["DRAGO"] > 0).all()
     verdicts = r.verdicts()
-    assert len(verdicts) == 6 and {v["verdict"] for v in verdicts} == {"not resolved"}  # two seeds: no verdict
+    assert len(verdicts) == 6 and {v["verdict"] for v in verdicts} == {"not judged"}  # two seeds: no verdict
     assert "| ALSO |" in r.markdown(["roc_auc", "accuracy"], verdicts=False)
     assert r.curve("test_accuracy", "ALSO").shape == (2, 1)
     with pytest.raises(ValueError, match="dataset"):

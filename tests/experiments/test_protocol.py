@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 
 import numpy as np
 import pytest
@@ -212,3 +214,140 @@ def test_a_folder_of_another_configuration_is_not_resumed(tmp_path):
 def test_the_result_says_whether_the_checkout_had_uncommitted_changes(toy_result):
     result, _, _ = toy_result
     assert result.meta["uncommitted_changes"] in (True, False, None) and "commit" in result.meta
+
+
+# --------------------------------------------------------------------------- nothing lost, nothing misstated (issue 26)
+def _toy_folder(tmp_path):
+    out = tmp_path / "toy"
+    run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+    return out
+
+
+def test_a_truncated_run_record_stops_the_resume_naming_it_and_the_way_out(tmp_path):
+    out = _toy_folder(tmp_path)
+    record = next((out / "runs").glob("run-KL-1-*.json"))
+    record.write_text(record.read_text()[:40])  # what a crash mid-write left before writes were atomic
+    with pytest.raises(ValueError) as raised:
+        run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+    message = str(raised.value)
+    assert message.startswith(f"run record {str(record)!r} is not valid JSON, truncated or corrupt (")
+    assert message.endswith(
+        "; delete it and run again to redo just that run, or start the folder over with restart=True"
+    )
+    record.unlink()  # the advice works: the same call redoes just that run
+    again = run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+    assert sorted((r["seed"], r["method"]) for r in again.runs) == [(0, "ERM"), (0, "KL"), (1, "ERM"), (1, "KL")]
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda r: {k: v for k, v in r.items() if k != "method"}, "lacks the field method"),
+        (lambda r: [r], "holds a JSON list, not an object"),
+        (lambda r: {**r, "seed": 7}, "does not hold the run of 'KL' at seed 1"),
+    ],
+)
+def test_a_run_record_missing_a_field_is_named_not_a_key_error(tmp_path, edit, problem):
+    out = _toy_folder(tmp_path)
+    record = next((out / "runs").glob("run-KL-1-*.json"))
+    record.write_text(json.dumps(edit(json.loads(record.read_text()))))
+    with pytest.raises(ValueError, match=rf"^run record '.*run-KL-1-.*\.json' {re.escape(problem)}; delete it"):
+        run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+
+
+def test_a_truncated_configuration_is_named(tmp_path):
+    out = _toy_folder(tmp_path)
+    (out / "configuration.json").write_text('{"experiment": "to')
+    with pytest.raises(ValueError, match=r"^configuration '.*configuration\.json' is not valid JSON.*start the folder "
+                                         r"over with restart=True, or give another out folder$"):  # fmt: skip
+        run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+
+
+def test_an_unreadable_checkpoint_names_the_file_and_restart_not_fits_keyword(tmp_path):
+    out = _toy_folder(tmp_path)
+    record = next((out / "runs").glob("run-KL-1-*.json"))
+    checkpoint = out / "checkpoints" / (record.stem + ".pt")
+    record.unlink()
+    checkpoint.write_bytes(b"half a checkpoi")
+    with pytest.raises(ValueError) as raised:
+        run_experiment(TOY, seeds=[0, 1], trials=1, out=out, progress=False, epochs=1)
+    message = str(raised.value)
+    assert message.startswith(f"checkpoint {str(checkpoint)!r} cannot be read (") and "\n" not in message
+    assert "restart=True" in message and "resume=False" not in message  # run_experiment has no resume keyword
+
+
+def test_restart_discards_the_folder_and_says_so(tmp_path, capsys):
+    out = _toy_folder(tmp_path)
+    (out / "configuration.json").write_text("{")  # even a broken folder starts over
+    (out / "checkpoints" / "stale.pt").write_bytes(b"x")
+    (out / "runs" / "keep-me.txt").write_text("not the runner's")
+    result = run_experiment(TOY, seeds=[0], trials=1, out=out, progress=False, epochs=2, restart=True)
+    assert capsys.readouterr().err.strip() == (
+        f"restart: discarded 4 run records, 1 checkpoints, result.json, configuration.json in {out}"
+    )
+    assert result.config["epochs"] == 2 and len(list((out / "runs").glob("*.json"))) == 2
+    assert (out / "runs" / "keep-me.txt").exists() and not (out / "checkpoints" / "stale.pt").exists()
+    assert json.loads((out / "configuration.json").read_text())["config"]["epochs"] == 2
+
+
+def test_an_out_that_is_a_file_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "notes.txt").write_text("")
+    for out in (tmp_path / "notes.txt", tmp_path / "notes.txt" / "sub"):
+        with pytest.raises(ValueError, match=rf"^out='{re.escape(str(out))}': '.*notes\.txt' is a file, not a folder"):
+            run_experiment(TOY, seeds=[0], trials=1, out=out, progress=False)
+    with pytest.raises(TypeError, match="restart must be True or False"):
+        run_experiment(TOY, seeds=[0], trials=1, progress=False, restart=1)
+
+
+def test_a_truncated_result_file_names_itself(tmp_path, toy_result):
+    path = tmp_path / "result.json"
+    path.write_text((toy_result[1] / "result.json").read_text()[:100])
+    with pytest.raises(ValueError, match=rf"^experiment result '{re.escape(str(path))}' is not valid JSON.*--restart"):
+        ExperimentResult.load(path)
+    broken = {k: v for k, v in toy_result[0].to_dict().items() if k != "seeds"}
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match=r"^experiment result '.*' is malformed \(the result lacks \['seeds'\]\)"):
+        ExperimentResult.load(path)
+
+
+def _five_seeds(toy_result, drop=(), nan=()):
+    """The toy result with seeds 0–4: KL 0.8 + small noise, ERM 0.7; ``drop`` / ``nan``: (method, seed) pairs."""
+    result = ExperimentResult.from_dict(json.loads(json.dumps(toy_result[0].to_dict())))
+    result.seeds, runs = [0, 1, 2, 3, 4], []
+    for seed in result.seeds:
+        for method, value in (("ERM", 0.70 + 0.01 * seed), ("KL", 0.80 + 0.012 * seed)):
+            if (method, seed) in drop:
+                continue
+            value = math.nan if (method, seed) in nan else value
+            runs.append(dict(seed=seed, method=method, setting={}, final={"accuracy": value}, curves={}, seconds=1.0))
+    result.runs = runs
+    return result
+
+
+def test_a_diverged_seed_is_set_aside_and_named_never_dropped_silently(toy_result):
+    result = _five_seeds(toy_result, nan={("KL", 3)})
+    first, second = result.verdicts()
+    kept = [0.10 + 0.002 * s for s in (0, 1, 2, 4)]
+    expected = judge(kept)  # the four paired seeds, by the one rule
+    assert first["verdict"] == expected.verdict == "held" and first["n"] == 4
+    assert first["interval"] == pytest.approx(list(expected.interval))
+    assert first["judged_seeds"] == [0, 1, 2, 4] and first["set_aside"] == ["seed 3 diverged (KL: nan)"]
+    assert first["verdict_text"].endswith("; judged on 4 of 5 seeds: seed 3 diverged (KL: nan)")
+    # "KL costs no accuracy" is oriented KL − ERM too (a cost of ERM's): the same seeds, the same word
+    assert second["verdict"] == "held" and second["set_aside"] == ["seed 3 diverged (KL: nan)"]
+    assert "judged on 4 of 5 seeds: seed 3 diverged (KL: nan)" in result.markdown()
+
+
+def test_a_claim_left_with_too_few_seeds_is_not_judged_with_the_reason(toy_result):
+    result = _five_seeds(toy_result, drop={("ERM", 0), ("KL", 2)}, nan={("KL", 4)})
+    first = result.verdicts()[0]
+    assert first["verdict"] == "not judged" and first["n"] == 2 and first["judged_seeds"] == [1, 3]
+    assert first["verdict_text"].endswith(
+        "; a verdict needs 3 paired seeds; only 2 of 5 paired: seed 0 missing (ERM), seed 2 missing (KL), "
+        "seed 4 diverged (KL: nan)"
+    )
+    nothing = _five_seeds(toy_result, drop={("ERM", s) for s in range(5)}).verdicts()[0]
+    assert nothing["verdict"] == "not judged" and nothing["n"] == 0
+    assert nothing["verdict_text"].startswith(
+        "not judged: no paired seeds; a verdict needs 3 paired seeds; only 0 of 5"
+    )

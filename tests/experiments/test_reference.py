@@ -119,6 +119,47 @@ def test_bad_requests_are_refused(tmp_path):
         load_reference("also").result("ratio 7")
 
 
+def test_a_truncated_or_malformed_reference_file_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "hws.json"
+    path.write_text(json.dumps(_shipped("hws"))[:200], encoding="utf-8")  # a write cut short
+    fix = "; regenerate it (`dro-lab reference NAME --regenerate`, or --bundle from its runs)"
+    with pytest.raises(ValueError) as raised:
+        load_reference(path=path)
+    message = str(raised.value)
+    assert message.startswith(f"reference {str(path)!r} is not valid JSON, truncated or corrupt (") and fix in message
+    path.write_text(json.dumps({**_shipped("hws"), "schema": 0}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^reference '.*hws\.json' is malformed \(reference schema 0 is not 1"):
+        load_reference(path=path)
+    with pytest.raises(ValueError, match=r"^reference '.*missing\.json' does not exist; regenerate it"):
+        load_reference(path=tmp_path / "missing.json")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        load_reference(path=3)
+
+
+def test_a_reference_saves_whole_or_not_at_all(tmp_path, monkeypatch):
+    import dro_lab._files as files
+
+    path = load_reference("hws").save(tmp_path / "out" / "hws.json")  # its folder is made
+    before = path.read_bytes()
+    assert load_reference(path=path).to_dict() == load_reference("hws").to_dict()
+
+    def crash(*args):
+        raise KeyboardInterrupt  # Ctrl-C between the write and the rename
+
+    monkeypatch.setattr(files.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        load_reference("also").save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(p.name for p in path.parent.iterdir()) == ["hws.json"]
+
+
+def test_bundling_from_a_runs_path_that_is_a_file_is_refused(tmp_path):
+    runs = tmp_path / "runs"
+    runs.write_text("")
+    with pytest.raises(ValueError, match=r"runs='.*runs': '.*runs' is a file, not a folder"):
+        bundle_reference("hws", runs)
+
+
 def _have_fashion() -> bool:
     try:
         load_fashion_mnist(train=False)
@@ -127,6 +168,7 @@ def _have_fashion() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not _have_fashion(), reason="Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
 )

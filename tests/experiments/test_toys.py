@@ -7,6 +7,7 @@ here in numpy; a hand-run ``dro_lab.fit`` for the pairing; the logistic model's 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -97,10 +98,23 @@ def test_differences_are_paired_by_seed_and_judged(toy):
     assert set(verdicts) == set(toy.headline.values()) - {"ERM"}
     v = verdicts[toy.headline["group KL"]]
     assert v == judge(d)
-    assert v.verdict == "not resolved"  # two seeds never give a verdict
+    assert v.verdict == "not judged"  # two seeds never give a verdict
     assert "2 paired seeds" in toy.verdicts_markdown()
     with pytest.raises(ValueError, match="method"):
         toy.differences("nope")
+
+
+def test_a_diverged_toy_run_is_named_in_its_verdict_not_dropped(toy):
+    runs = [dict(r) for r in toy.runs]
+    for r in runs:
+        if r["method"] == "KL" and r["headline"] and r["seed"] == 4:
+            r["worst_group_accuracy"] = math.nan  # what a diverged run records
+    broken = dataclasses.replace(toy, runs=runs)
+    v = broken.verdicts()[toy.headline["KL"]]
+    assert v.verdict == "not judged" and v.n == 1 and v.of == 2
+    assert v.set_aside == ("seed 4 diverged (KL: nan)",)
+    assert "only 1 of 2 paired: seed 4 diverged (KL: nan)" in broken.verdicts_markdown()
+    assert broken.verdicts()[toy.headline["CVaR"]] == toy.verdicts()[toy.headline["CVaR"]]  # the others untouched
 
 
 def test_boundary_grid_is_the_logistic_model(toy):

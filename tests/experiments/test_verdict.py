@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dro_lab.experiments import VERDICTS, Verdict, combine, judge, judge_band, mean_sd_text
+from dro_lab.experiments import VERDICTS, Verdict, combine, judge, judge_band, judge_seeds, mean_sd_text, pair_seeds
 
 
 def _by_scipy(d, threshold=0.0, min_seeds=3, confidence=0.95):
-    """The rule in words, with scipy's own interval: held above, did not hold below, else not resolved."""
+    """The rule in words, with scipy's own interval: held above, did not hold below, else not resolved; fewer than
+    min_seeds differences are not judged."""
     if len(d) < 2:
-        return "not resolved", (-math.inf, math.inf)
+        return "not judged", (-math.inf, math.inf)
     low, high = stats.t.interval(confidence, len(d) - 1, loc=np.mean(d), scale=stats.sem(d))
     if len(d) < min_seeds:
-        return "not resolved", (low, high)
+        return "not judged", (low, high)
     if low > threshold:
         return "held", (low, high)
     if high < threshold:
@@ -53,10 +54,11 @@ def test_orientation_is_the_callers_a_cost_is_judged_on_baseline_minus_ours():
 def test_the_seed_minimum_never_calls_a_claim():
     clear = [0.5, 0.51, 0.49, 0.5, 0.52]
     assert judge(clear).verdict == "held"
-    assert judge(clear[:2]).verdict == "not resolved"  # two seeds: an interval, no verdict
-    assert judge(clear[:3], min_seeds=4).verdict == "not resolved"
+    assert judge(clear[:2]).verdict == "not judged"  # two seeds: an interval, no verdict
+    assert judge(clear[:3], min_seeds=4).verdict == "not judged"
+    assert judge(clear[:3], min_seeds=4).text().endswith("; a verdict needs 4 paired seeds")
     one = judge([0.3])
-    assert one.verdict == "not resolved" and one.interval == (-math.inf, math.inf)
+    assert one.verdict == "not judged" and one.interval == (-math.inf, math.inf)
     assert "no interval" in one.text()
 
 
@@ -79,7 +81,10 @@ def test_combine_and_mean_sd_text():
     assert combine(["held", "held"]) == "held"
     assert combine(["held", "not resolved"]) == "not resolved"
     assert combine(["held", "did not hold", "not resolved"]) == "did not hold"
-    assert set(VERDICTS) == {"held", "did not hold", "not resolved"}
+    assert combine(["held", "not judged"]) == "not judged"
+    assert combine(["not resolved", "not judged", "held"]) == "not judged"
+    assert combine(["not judged", "did not hold"]) == "did not hold"
+    assert set(VERDICTS) == {"held", "did not hold", "not resolved", "not judged"}
     assert mean_sd_text([0.5, 0.7]) == f"0.600 ± {np.std([0.5, 0.7], ddof=1):.3f}"
     assert mean_sd_text([0.25], 1, scale=100) == "25.0"
     assert mean_sd_text([float("nan"), 1.0]) == "–"
@@ -90,6 +95,22 @@ def test_combine_and_mean_sd_text():
     [
         (lambda: judge([]), ValueError),
         (lambda: judge([0.1, float("nan"), 0.2]), ValueError),
+        (lambda: judge([0.1, math.inf, 0.2]), ValueError),
+        (lambda: judge([[1, 2], [3, 4]]), ValueError),  # a table is not four seeds
+        (lambda: judge(np.ones((3, 1))), ValueError),
+        (lambda: judge([0.1, [0.2, 0.3]]), ValueError),  # ragged
+        (lambda: judge("0.1"), TypeError),
+        (lambda: judge(["0.1", "0.2", "0.3"]), TypeError),
+        (lambda: judge([True, False, True]), TypeError),
+        (lambda: judge([0.1, None, 0.2]), TypeError),
+        (lambda: judge(0.5), TypeError),
+        (lambda: judge({0: 0.1, 1: 0.2}), TypeError),
+        (lambda: judge_seeds([0.1, 0.2]), TypeError),
+        (lambda: judge_seeds({}), ValueError),
+        (lambda: judge_seeds({0: "0.1"}), TypeError),
+        (lambda: judge_seeds({0: 0.1}, reasons=["x"]), TypeError),
+        (lambda: judge_seeds({0: 0.1}, min_seeds=1), ValueError),
+        (lambda: pair_seeds([0], {"a": {0: 1.0}}), TypeError),
         (lambda: judge([0.1], threshold="0"), TypeError),
         (lambda: judge([0.1, 0.2, 0.3], confidence=1.0), ValueError),
         (lambda: judge([0.1, 0.2, 0.3], min_seeds=1), ValueError),
@@ -115,7 +136,7 @@ def test_one_seed_says_no_interval_never_inf(scale, unit):
     assert v.interval == (-math.inf, math.inf) and not v.has_interval
     text = v.text(1, scale=scale, unit=unit)
     assert "(1 seed: no interval)" in text and not _NOT_A_NUMBER.search(text), text
-    assert text.startswith("not resolved: ")
+    assert text.startswith("not judged: ")
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -139,3 +160,49 @@ def test_mean_sd_text_of_one_seed_and_of_a_diverged_run():
     assert mean_sd_text([-math.inf, 2.0], 1) == "-inf"
     assert mean_sd_text([math.inf, -math.inf]) == "–"
     assert "±" not in mean_sd_text([math.inf, math.inf])
+
+
+# --------------------------------------------------------------------------- nothing lost, nothing misstated (issue 26)
+def test_a_nested_list_is_refused_with_a_message_naming_its_shape():
+    with pytest.raises(ValueError, match=r"1-D .* got shape \(2, 2\)"):
+        judge([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match=r"differences\[1\] is nan"):
+        judge([0.1, float("nan"), 0.2])
+
+
+def test_judge_seeds_sets_a_diverged_seed_aside_and_names_it():
+    d = {0: 0.031, 1: 0.028, 2: 0.035, 3: math.nan, 4: 0.033}
+    v = judge_seeds(d, reasons={3: "diverged (HWS: nan)"})
+    kept = [0.031, 0.028, 0.035, 0.033]
+    low, high = stats.t.interval(0.95, 3, loc=np.mean(kept), scale=stats.sem(kept))
+    assert v.verdict == "held" and v.n == 4 and v.of == 5 and v.set_aside == ("seed 3 diverged (HWS: nan)",)
+    assert v.interval == pytest.approx((low, high), rel=1e-12)
+    assert v.text(1, scale=100, unit=" points").endswith("; judged on 4 of 5 seeds: seed 3 diverged (HWS: nan)")
+
+
+def test_judge_seeds_without_reasons_says_missing_or_the_value():
+    v = judge_seeds({0: 0.5, 1: None, 2: math.inf, 3: 0.4, 4: 0.6})
+    assert v.set_aside == ("seed 1 missing", "seed 2 diverged (inf)") and v.n == 3 and v.of == 5
+
+
+def test_a_claim_left_with_too_few_seeds_is_not_judged_with_the_reason():
+    v = judge_seeds({0: 0.5, 1: None, 2: math.nan, 3: 0.52}, reasons={1: "missing (ERM)", 2: "diverged (KL: nan)"})
+    assert v.verdict == "not judged" and v.n == 2
+    assert v.text(2) == (
+        f"not judged: +0.51 (95 % interval {v.interval[0]:+.2f} to {v.interval[1]:+.2f}, 2 seeds); a verdict needs "
+        "3 paired seeds; only 2 of 4 paired: seed 1 missing (ERM), seed 2 diverged (KL: nan)"
+    )
+    none = judge_seeds({0: None, 1: None})
+    assert none.verdict == "not judged" and none.n == 0 and math.isnan(none.mean)
+    assert none.text() == "not judged: no paired seeds; a verdict needs 3 paired seeds; only 0 of 2 paired: " + (
+        "seed 0 missing, seed 1 missing"
+    )
+
+
+def test_pair_seeds_orients_and_names_what_is_missing_or_diverged():
+    values = {"HWS": {0: 0.7, 1: math.nan, 2: 0.6}, "ERM": {0: 0.5, 1: 0.5, 3: 0.4}}
+    by_seed, reasons = pair_seeds([0, 1, 2, 3], values)
+    assert by_seed[0] == pytest.approx(0.2) and math.isnan(by_seed[1]) and by_seed[2] is None and by_seed[3] is None
+    assert reasons == {1: "diverged (HWS: nan)", 2: "missing (ERM)", 3: "missing (HWS)"}
+    cost, _ = pair_seeds([0], {"ours": {0: 1.0}, "theirs": {0: 3.0}}, lambda a, b: b - a)
+    assert cost == {0: 2.0}

@@ -287,6 +287,7 @@ def test_optimistic_mirror_prox_reaches_the_saddle_point(alpha):
     assert np.abs(opt.pi.numpy() - pi_star).max() < 1e-6
 
 
+@pytest.mark.slow
 def test_also_full_batch_decaying_lr_approaches_the_saddle_point():
     X, y, groups = _group_problem()
     tau, lam = 0.5, 0.1

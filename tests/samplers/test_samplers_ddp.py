@@ -12,6 +12,7 @@ WORKER = Path(__file__).parents[1] / "ddp_hws_worker.py"
 
 
 @pytest.mark.slow
+@pytest.mark.ddp
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
 def test_two_gloo_ranks_match_one_process_with_the_global_batch(tmp_path):
     b = 8

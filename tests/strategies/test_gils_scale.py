@@ -149,6 +149,7 @@ def test_zero_steps_is_one_plain_label_smoothing_step(outer):
 # --------------------------------------------------------------------------- the default η keeps the labels
 
 
+@pytest.mark.slow
 def test_default_eta_keeps_labels_where_the_papers_eta_changes_them():
     """The audit's finding on embedded digits: GI-LS trained briefly at the paper's η = 2 shifts images into other
     classes (judged by an independent cross-entropy model), at the default η they keep their labels."""

@@ -114,6 +114,7 @@ def test_transform_groups_are_drawn_from_pi_and_applied(train):
         TransformGroupsStrategy(GroupDROStrategy(grouping="class"), shifts)
 
 
+@pytest.mark.slow
 def test_perm_k_server_gradient_is_unbiased(train):
     """Averaged over permutations, Σ_j 1_{B_j} ⊙ x_j → Σ_j w_j x_j; with one worker it is the gradient itself."""
     torch.manual_seed(0)

@@ -354,6 +354,7 @@ def _smooth_objective(params: dict) -> float:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["gp", "tpe"])
 def test_tune_is_reproducible_and_beats_random(sampler):
     pytest.importorskip("optuna")

@@ -99,6 +99,7 @@ def test_weights_panel_twin_is_the_builder_at_each_knob_value_and_kl_is_the_soft
     np.testing.assert_allclose(np.sort(_numbers(kl.y)), np.sort(_softmax(10.0 * LOSSES)), rtol=1e-3, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_hws_and_is_variance_panels_twins_are_their_builders():
     box = widgets.hws_panel(LOSSES, LABELS, minority=2, batch_size=8, beta=1.0)
     twin = _twin(box)
@@ -377,6 +378,7 @@ def test_a_twin_that_cannot_be_built_warns_and_the_live_panel_still_shows():
     assert widgets.panel(figure_fn, {"beta": widgets.beta_slider(1.0)}, twin=False).static_twin is None
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("where", ["colab", "vscode"])
 def test_the_fallback_page_draws_the_twin_and_its_slider_moves_in_chromium(where, monkeypatch, tmp_path):
     """The Colab and VS Code outputs, opened in Chromium with plotly.js served for its CDN address: the figure is

@@ -15,6 +15,7 @@ from dro_lab import viz
 from dro_lab.metrics import model_on_grid
 
 
+@pytest.mark.slow
 def test_library_imports_without_plotly_or_ipywidgets():
     code = (
         "import importlib, pathlib, sys, dro_lab\n"

@@ -187,8 +187,9 @@ def write_sources(
         write_if_changed(src / f"{pages[lesson.id]}.ipynb", nbformat.writes(lesson_page(lesson, result, preset)))
         write_if_changed(src / "downloads" / "student" / f"{stem}.ipynb", lesson.notebook.read_text(encoding="utf-8"))
         instructor = instructor_dir / f"{lesson.id}.ipynb"
-        if instructor.is_file():
-            write_if_changed(src / "downloads" / "instructor" / f"{stem}.ipynb", instructor.read_text(encoding="utf-8"))
+        if instructor.is_file():  # executed in the lesson's run: as light as the executed student notebook
+            solved = strip_widget_state(nbformat.read(str(instructor), as_version=4))
+            write_if_changed(src / "downloads" / "instructor" / f"{stem}.ipynb", nbformat.writes(solved))
         if result is not None and result.notebook is not None and result.notebook.is_file():
             executed = strip_widget_state(nbformat.read(str(result.notebook), as_version=4))
             write_if_changed(src / "downloads" / "executed" / f"{stem}.ipynb", nbformat.writes(executed))
