@@ -19,7 +19,13 @@ the two agree and where the paper is wrong.
   SLSQP with analytic gradients and tight tolerances; HiGHS for the CVaR linear programme). It knows nothing of
   softmaxes, projections or duality, which is what makes it an oracle. (The timing baseline
   :func:`dro_lab.bench.weights.scipy_worst_case` keeps scipy's default tolerances, as a reader would; at those
-  SLSQP can stop well short of the KL ball's maximum, so it is no oracle.)
+  SLSQP can stop well short of the KL ball's maximum, so it is no oracle.) SLSQP reports no bound on how far it
+  stopped from the maximum.
+* :func:`dual_worst_case` — the penalised worst case (KL or χ²) with a certificate: the one-dimensional convex
+  dual solved by bisection gives an upper bound, the primal point it induces a lower bound, and both come with a
+  bound on their float64 rounding, so the maximum is bracketed whatever the solver did.
+* :func:`penalised_objective` — the primal objective :math:`\langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)` at a
+  given point, with the same rounding bound: the value any candidate weights achieve.
 
 Everything here is numpy in float64.
 """
@@ -27,31 +33,26 @@ Everything here is numpy in float64.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_number
+from ._validation import as_float_vector, check_choice, check_number
 
-__all__ = ["fidon_eq21_weights", "fidon_eq21_threshold", "cvar_sorted_weights", "simplex_worst_case"]
+__all__ = [
+    "fidon_eq21_weights",
+    "fidon_eq21_threshold",
+    "cvar_sorted_weights",
+    "simplex_worst_case",
+    "DualCertificate",
+    "dual_worst_case",
+    "penalised_objective",
+]
 
 
 def _loss_array(losses, name: str = "losses") -> np.ndarray:
     """``losses`` as a finite 1-D float64 numpy array (tensors are detached and moved to the CPU)."""
-    if hasattr(losses, "detach"):  # a torch tensor: leave autograd and the device behind
-        losses = losses.detach().cpu().numpy()
-    if isinstance(losses, (str, bytes, dict, set)) or losses is None or isinstance(losses, (bool, int, float)):
-        raise TypeError(f"{name} must be a 1-D tensor, array or list of floats, got {type(losses).__name__}")
-    try:
-        arr = np.asarray(losses, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-D tensor, array or list of floats, got {type(losses).__name__}") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D vector, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty: need at least one entry")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or inf values; {name} must be finite")
-    return arr
+    return as_float_vector(losses, name)
 
 
 def fidon_eq21_weights(losses, beta: float) -> np.ndarray:
@@ -85,6 +86,8 @@ def fidon_eq21_threshold(losses) -> float:
     §3.1, eq. (21)); above it the smallest loss's weight clips first.
     """
     ell = _loss_array(losses)
+    if ell.min() == ell.max():  # equal losses: nothing ever clips (their computed mean may differ by an ulp)
+        return math.inf
     gap = float(ell.mean() - ell.min())
     return math.inf if gap <= 0.0 else 2.0 / gap
 
@@ -144,8 +147,11 @@ def simplex_worst_case(
     Exactly one knob: ``beta`` (penalised, :math:`\max_q\langle q,\ell\rangle-\frac1\beta D(q\|p)`, ``β > 0``
     finite), ``radius`` (constrained, :math:`\max_q\langle q,\ell\rangle` s.t. :math:`D(q\|p)\le r`) for
     ``divergence`` ``"kl"`` or ``"chi2"``; ``alpha`` for ``"cvar"`` (:math:`q_i\le p_i/\alpha`). SLSQP starts from
-    ``p`` with ``ftol=1e-15``; agreement with an exact solver is to about 1e-6 for n up to a few dozen (SLSQP's
-    cost grows like n³: keep n small). CVaR is solved exactly by HiGHS.
+    ``p`` with ``ftol=1e-15``; its value agrees with an exact solver to about 1e-8 for n up to a few dozen, its
+    weights to about 1e-6 for the penalised problems but only to about 1e-4 on a ball's boundary, where the objective
+    is flat (how close depends on the machine). It carries no certificate: show it beside an exact answer, never
+    assert with it (:func:`dual_worst_case` is the certified oracle of the penalised problems). SLSQP's cost grows like
+    n³: keep n small. CVaR is solved exactly by HiGHS.
 
     Args:
         losses: the loss vector ``ℓ``, shape ``(n,)``; finite.
@@ -200,3 +206,180 @@ def simplex_worst_case(
                    options={"ftol": 1e-15, "maxiter": 5000})  # fmt: skip
     q = np.clip(res.x, 0.0, None)
     return q / q.sum()
+
+
+# --------------------------------------------------------------------------- the certified penalised worst case
+# Rounding model of the certificates (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, §2.2 and §4.2):
+# each float64 operation is exact up to a relative error u = 2⁻⁵³; a sum of m terms, in whatever order the library
+# adds them, is exact up to γ(m − 1)·Σ|terms| with γ(k) = ku/(1 − ku); exp and log are allowed 4 ulp (8u: glibc's are
+# within 1 ulp, numpy's vectorised kernels within 4). The first-order bounds derived below are doubled (_SAFETY) to
+# cover the second-order terms they drop.
+_U = 2.0**-53
+_FN = 8.0 * _U
+_TINY = 2.0**-1022  # below the smallest normal float64, a result keeps an absolute error of at most this
+_SAFETY = 2.0
+
+
+def _gamma(k: int) -> float:
+    return k * _U / (1.0 - k * _U)
+
+
+@dataclass(frozen=True)
+class DualCertificate:
+    r"""What :func:`dual_worst_case` proves about the maximum
+    :math:`R=\max_{q\in\Delta}\langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)`:
+    ``lower − rounding ≤ R ≤ upper + rounding``, whatever the bisection reached."""
+
+    lower: float  #: the objective at the primal point ``q`` (weak duality's other side)
+    upper: float  #: the dual function at ``eta`` (weak duality: never below R)
+    rounding: float  #: bound on the float64 rounding of ``lower`` and of ``upper``
+    q: np.ndarray  #: the primal point p·z(η) / Σ p·z(η), float64
+    eta: float  #: the multiplier of Σ q = 1 where the dual was evaluated
+    steps: int  #: bisection steps taken
+
+    @property
+    def gap(self) -> float:
+        """``upper − lower``: how far the bisection left the two bounds apart (the duality gap at ``eta``)."""
+        return self.upper - self.lower
+
+    def brackets(self, value: float, slack: float = 0.0) -> bool:
+        """Whether ``value`` (known up to ``slack``) can be the maximum: in ``[lower − rounding, upper + rounding]``."""
+        return self.lower - self.rounding - slack <= value <= self.upper + self.rounding + slack
+
+
+def _objective(q: np.ndarray, ell: np.ndarray, p: np.ndarray, divergence: str, beta: float) -> tuple[float, float]:
+    """⟨q, ℓ⟩ − D(q‖p)/β in float64 and a bound on its distance to the objective at the exactly normalised q/Σq."""
+    n = ell.size
+    terms = q * ell
+    expected = float(terms.sum())
+    big = float(np.abs(ell).max())
+    theta = abs(math.fsum(q.tolist()) - 1.0) + _U  # q = (1 + θ)·(q/Σq): how far q is from the simplex
+    if divergence == "kl":
+        logs = np.log(np.where(q > 0, q / p, 1.0))
+        pen = q * logs
+        div = float(pen.sum())
+        # per term: q/p, log (8u, and u from the ratio), product; then the sum; subnormal q: an absolute 2⁻¹⁰²²
+        div_err = 2 * _U * float(q.sum()) + (_FN + 2 * _U + _gamma(n - 1)) * float(np.abs(pen).sum())
+        div_err += n * _TINY * (1.0 + float(np.abs(logs).max()))
+        # D((1 + θ)q̃) − D(q̃) = θ·D(q̃) + (1 + θ)·log(1 + θ)
+        feasible = theta * (big + (abs(div) + 1.0 + theta) / beta)
+    else:
+        pen = (q - p) ** 2 / p
+        div = float(pen.sum())
+        div_err = (3 * _U + _gamma(n - 1)) * div + n * _TINY  # subtraction, square, division; then the sum
+        # χ²((1 + θ)q̃) − χ²(q̃) = 2θ·χ²(q̃) + θ²·(χ²(q̃) + 1)
+        feasible = theta * (big + (2.0 * div + theta * (div + 1.0)) / beta)
+    value = expected - div / beta
+    dot_err = _gamma(n) * float(np.abs(terms).sum())
+    rounding = _SAFETY * (dot_err + (div_err + 2 * _U * abs(div)) / beta + _U * abs(value) + feasible)
+    return value, rounding
+
+
+def _dual(ell: np.ndarray, p: np.ndarray, divergence: str, beta: float, eta: float) -> tuple[float, float, np.ndarray]:
+    r"""The dual function :math:`g(\eta)=\eta+\frac1\beta\sum_ip_i\phi^*(\beta(\ell_i-\eta))` at ``eta``, a bound on its
+    float64 rounding, and the primal point :math:`p\cdot z(\eta)` (not normalised), :math:`z=(\phi^*)'`."""
+    n = ell.size
+    d = ell - eta
+    if divergence == "kl":  # φ*(s) = e^{s−1}
+        x = beta * d - 1.0
+        w = p * np.exp(x)
+        total = float(w.sum())
+        value = eta + total / beta
+        err_x = float((_U * (2.0 * beta * np.abs(d) + np.abs(x))).max()) * (1.0 + 4 * _U)  # β·(ℓ − η) − 1
+        rel = math.expm1(err_x) + (_FN + 2 * _U) * math.exp(err_x)  # one term p·e^x, relative
+        rel_total = rel + _gamma(n - 1) * (1.0 + rel)
+        rounding = (total / beta) * (rel_total + 2 * _U) + n * _TINY / beta + _U * (abs(value) + abs(eta))
+        return value, _SAFETY * rounding, w
+    s = beta * d  # χ²: φ*(s) = s + s²/4 for s ≥ −2, −1 below; (1/β)·p·φ*(βd) = p·d·(1 + βd/4) on the first branch
+    active = s >= -2.0
+    terms = np.where(active, p * d * (1.0 + s / 4.0), -p / beta)
+    value = eta + float(terms.sum())
+    # an active term has relative error ≤ 6u (1 + βd/4 ≥ 1/2 there); the branches meet at s = −2 with equal slopes
+    rounding = (6 * _U + _gamma(n)) * float(np.abs(terms).sum()) + _U * (abs(value) + abs(eta))
+    return value, _SAFETY * rounding, p * np.maximum(0.0, 1.0 + s / 2.0)
+
+
+def dual_worst_case(losses, *, divergence: str, beta: float, prior=None) -> DualCertificate:
+    r"""The penalised worst case with a certificate: the maximum :math:`R` bracketed by weak duality.
+
+    :math:`R=\max_{q\in\Delta_n}\langle q,\ell\rangle-\frac1\beta\sum_ip_i\phi(q_i/p_i)` with :math:`\phi(z)=z\log z`
+    (``"kl"``) or :math:`(z-1)^2` (``"chi2"``, the library's convention: :math:`\sum_i(q_i-p_i)^2/p_i`). A multiplier
+    η for :math:`\sum_iq_i=1` gives, for every η (weak duality),
+
+    .. math:: R\le g(\eta)=\eta+\frac1\beta\sum_ip_i\,\phi^*\big(\beta(\ell_i-\eta)\big),\qquad
+              \phi^*(s)=e^{s-1}\ \text{(KL)},\quad \phi^*(s)=s+\tfrac{s^2}4\ (s\ge-2),\ -1\ (s<-2)\ \text{(χ²)},
+
+    the conjugates over :math:`z\ge0`. ``g`` is convex with :math:`g'(\eta)=1-\sum_ip_iz_i(\eta)`,
+    :math:`z_i=e^{\beta(\ell_i-\eta)-1}` (KL) or :math:`\max(0,1+\beta(\ell_i-\eta)/2)` (χ²), so its minimiser is
+    found by bisection on a bracket where the exponentials cannot overflow: KL
+    :math:`[\max\ell-(1+\log(1/\min p))/\beta,\ \max\ell]`, χ² :math:`[\langle p,\ell\rangle,\max\ell]`. The primal
+    point :math:`q=p\,z(\eta)/\sum_jp_jz_j(\eta)` is feasible, so its objective is a lower bound. Both bounds carry a
+    bound on their float64 rounding (see the comment above :func:`_gamma`), so the certificate holds whether or not
+    the bisection converged; at its end the gap is at the level of rounding. Numpy in float64, independent of
+    :mod:`dro_lab.robust` (Fidon et al., 2020, Def. 2.4, eq. 9; the conjugates as in App. D.2).
+
+    Args:
+        losses: the loss vector ``ℓ``, shape ``(n,)``; finite.
+        divergence: ``"kl"`` or ``"chi2"``.
+        beta: ``β > 0`` (finite).
+        prior: ``p``, positive and summing to 1; uniform when ``None``.
+
+    Returns:
+        :class:`DualCertificate`: ``lower``, ``upper``, ``gap``, ``rounding``, ``q``, ``eta``.
+    """
+    ell = _loss_array(losses)
+    divergence = check_choice(divergence, "divergence", ("kl", "chi2"))
+    beta = check_number(beta, "beta", low=0.0, low_open=True)
+    p = _prior_array(prior, ell.size)
+    top = float(ell.max())
+    if divergence == "kl":
+        lo, hi = top - (1.0 + math.log(1.0 / float(p.min()))) / beta, top
+    else:
+        lo, hi = min(float(p @ ell), top), top
+    if not math.isfinite(lo):
+        raise ValueError(f"beta must be large enough for the dual's bracket to fit in float64, got {beta:g}")
+
+    def mass(eta: float) -> float:  # Σ p·z(η), decreasing in η; the root of g' is where it crosses 1
+        d = ell - eta
+        z = np.exp(beta * d - 1.0) if divergence == "kl" else np.maximum(0.0, 1.0 + beta * d / 2.0)
+        return float(p @ z)
+
+    steps = 0
+    while steps < 4096:  # each step halves the bracket: float64 runs out of midpoints in at most ~2100
+        mid = lo + (hi - lo) / 2.0
+        if not lo < mid < hi:
+            break
+        steps += 1
+        if mass(mid) > 1.0:
+            lo = mid
+        else:
+            hi = mid
+    candidates = [(*_dual(ell, p, divergence, beta, eta), eta) for eta in (lo, hi)]
+    upper, up_round, w, eta = min(candidates, key=lambda c: c[0] + c[1])
+    q = w / w.sum()
+    lower, low_round = _objective(q, ell, p, divergence, beta)
+    return DualCertificate(lower, upper, max(low_round, up_round), q, eta, steps)
+
+
+def penalised_objective(q, losses, *, divergence: str, beta: float, prior=None) -> tuple[float, float]:
+    r"""The objective :math:`\langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)` that weights ``q`` achieve, and a bound on
+    its float64 rounding.
+
+    ``q`` (non-negative, with a positive sum) is normalised first; the value is that of the exactly normalised
+    :math:`q/\sum_iq_i` (a point of the simplex) up to the returned bound, so a candidate's value compares with a
+    :class:`DualCertificate` without further slack. ``divergence``, ``beta`` and ``prior`` as in
+    :func:`dual_worst_case`.
+
+    Returns:
+        ``(value, rounding)``.
+    """
+    ell = _loss_array(losses)
+    weights = _loss_array(q, "q")
+    if weights.size != ell.size:
+        raise ValueError(f"q must have one entry per loss ({ell.size}), got {weights.size}")
+    if (weights < 0).any() or not weights.sum() > 0:
+        raise ValueError("q must be non-negative with a positive sum (weights of a probability vector)")
+    divergence = check_choice(divergence, "divergence", ("kl", "chi2"))
+    beta = check_number(beta, "beta", low=0.0, low_open=True)
+    p = _prior_array(prior, ell.size)
+    return _objective(weights / weights.sum(), ell, p, divergence, beta)

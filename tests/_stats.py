@@ -1,9 +1,42 @@
-"""Statistical oracles shared by the sampler tests (import as ``from _stats import ...``)."""
+"""Statistical oracles shared by the sampler tests, and the random loss vectors of the property tests (import as
+``from _stats import ...``)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from hypothesis import strategies as st
 from scipy import stats
+
+
+def history_like(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A loss history like lesson 02's after 5 ERM epochs: most losses near 0.04 nats, a heavy tail up to ≈ 9."""
+    losses = rng.lognormal(math.log(0.04), 1.6, n)
+    hard = rng.choice(n, max(1, n // 50), replace=False)
+    losses[hard] = rng.uniform(1.0, 9.0, hard.size)
+    losses[hard[0]] = 9.0
+    return losses
+
+
+@st.composite
+def loss_vectors(draw, min_size: int = 2, max_size: int = 300) -> np.ndarray:
+    """A loss vector of ``min_size`` to ``max_size`` entries at a scale from 1e-4 to 20: light and heavy tails, ties,
+    all equal, or a trained history's shape (:func:`history_like`)."""
+    n = draw(st.integers(min_size, max_size))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["uniform", "exponential", "pareto", "ties", "equal", "history"]))
+    base = {
+        "uniform": lambda: rng.uniform(0.0, 1.0, n),
+        "exponential": lambda: rng.exponential(size=n),
+        "pareto": lambda: rng.pareto(1.2, n),
+        "ties": lambda: rng.integers(0, 3, n).astype(float),
+        "equal": lambda: np.full(n, 0.5),
+        "history": lambda: history_like(n, rng),
+    }[kind]()
+    top = float(np.abs(base).max())
+    scale = 10.0 ** draw(st.floats(-4.0, math.log10(20.0)))
+    return base * (scale / top) if top > 0 else base
 
 
 def np_softmax(h, beta) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .._validation import check_number, check_xy
+from .._validation import as_float_vector, check_number, check_xy
 
 __all__ = [
     "SaddlePoint",
@@ -46,22 +46,9 @@ __all__ = [
 
 
 def _vector(value, name: str, *, c: int | None = None) -> np.ndarray:
-    """``value`` (a tensor, an array or a list of numbers) as a finite float64 vector (of length ``c``)."""
-    if isinstance(value, Tensor):
-        value = value.detach().cpu().double().numpy()
-    if value is None or isinstance(value, (str, bytes, dict, set, bool, int, float)):
-        raise TypeError(f"{name} must be a 1-D tensor, array or list of numbers, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 1-D tensor, array or list of numbers, got {type(value).__name__}") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
-    if c is not None and arr.size != c:
-        raise ValueError(f"{name} must have one entry per group ({c}), got {arr.size}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or inf values; {name} must be finite")
-    return arr
+    """``value`` (a tensor, an array or a list of numbers) as a finite float64 vector (of length ``c``, one entry per
+    group)."""
+    return as_float_vector(value, name, size=c)
 
 
 def _distribution(value, name: str, c: int, *, positive: bool) -> np.ndarray:

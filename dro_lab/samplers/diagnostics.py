@@ -176,10 +176,13 @@ class GradientMC:
     """:func:`mc_gradient_errors`' result: relative errors of the averaged batch gradient after ``ms`` batches."""
 
     ms: np.ndarray  #: numbers of batches M (increasing)
-    with_replacement: np.ndarray  #: ‖ĝ_M − ∇R‖ / ‖∇R‖, batches of b i.i.d. draws (Algorithm 1)
-    without_replacement: np.ndarray  #: the same, batches of b distinct indices
-    predicted: np.ndarray  #: the RMS error of the unbiased estimator, √((Σ q‖∇ℓ‖² − ‖∇R‖²)/(bM)) / ‖∇R‖
+    with_replacement: np.ndarray  #: ‖ĝ_M − ∇R‖ / scale, batches of b i.i.d. draws (Algorithm 1)
+    without_replacement: np.ndarray | None  #: the same, batches of b distinct indices; ``None`` when impossible
+    predicted: np.ndarray  #: the RMS error of the unbiased estimator, √((Σ q‖∇ℓ‖² − ‖∇R‖²)/(bM)) / scale
     exact: Tensor  #: ∇R = Σ_i q_i ∇ℓ_i
+    q: Tensor  #: the sampling distribution, normalised, float64
+    scale: float  #: what the errors are divided by: ‖∇R‖ (1 when ∇R = 0: the errors are then absolute)
+    without_reason: str | None = None  #: why there is no batch of b distinct indices, when there is none
 
 
 def mc_gradient_errors(q, grads, *, batch_size: int, batches: int, points: int = 25, generator=None) -> GradientMC:
@@ -191,8 +194,9 @@ def mc_gradient_errors(q, grads, *, batch_size: int, batches: int, points: int =
     eq. 82), so the average of ``M`` batches has RMS error
     :math:`\sqrt{(\sum_iq_i\|\nabla\ell_i\|^2-\|\nabla R\|^2)/(bM)}`; a batch of ``b`` **distinct** indices
     (``torch.multinomial(..., replacement=False)``) is biased once a few examples hold most of ``q``, and its
-    error stops falling. Errors are reported at ``points`` log-spaced
-    ``M`` up to ``batches``.
+    error stops falling. When fewer than ``b`` examples have positive probability there is no batch of ``b``
+    distinct ones: ``without_replacement`` is then ``None`` and ``without_reason`` says why. Errors are reported at
+    ``points`` log-spaced ``M`` up to ``batches``.
     """
     q = _loss_vector(q, "q")
     if bool((q < 0).any()) or not float(q.sum()) > 0:
@@ -205,22 +209,29 @@ def mc_gradient_errors(q, grads, *, batch_size: int, batches: int, points: int =
         raise ValueError(f"grads must have shape (n, P) with n = len(q) = {q.numel()}, got {tuple(G.shape)}")
     b = check_int(batch_size, "batch_size")
     batches, points = check_int(batches, "batches"), check_int(points, "points")
-    if int((q > 0).sum()) < b:
-        raise ValueError(f"q has fewer than batch_size={b} examples of positive probability: no batch of distinct ones")
     exact = q @ G
     ms = np.unique(np.logspace(0, np.log10(batches), points).astype(int))
     draws = torch.multinomial(q, b * batches, replacement=True, generator=generator)
-    norm = float(exact.norm())
+    scale = float(exact.norm()) or 1.0
     err_with = [float(((torch.bincount(draws[: b * m], minlength=q.numel()).double() @ G) / (b * m) - exact).norm())
-                / norm for m in ms]  # fmt: skip
-    counts, err_without, wanted = torch.zeros_like(q), [], set(ms.tolist())
-    for m in range(1, batches + 1):
-        counts += torch.bincount(torch.multinomial(q, b, replacement=False, generator=generator), minlength=q.numel())
-        if m in wanted:
-            err_without.append(float(((counts @ G) / (b * m) - exact).norm()) / norm)
-    spread = max(float(q @ (G * G).sum(1)) - norm**2, 0.0)
-    predicted = np.sqrt(spread / (b * ms)) / norm
-    return GradientMC(ms, np.array(err_with), np.array(err_without), predicted, exact)
+                / scale for m in ms]  # fmt: skip
+    positive = int((q > 0).sum())
+    err_without, reason = None, None
+    if positive < b:
+        has = "example has" if positive == 1 else "examples have"
+        reason = f"only {positive} {has} positive probability, fewer than b = {b}"
+    else:
+        counts, err_without, wanted = torch.zeros_like(q), [], set(ms.tolist())
+        for m in range(1, batches + 1):
+            counts += torch.bincount(
+                torch.multinomial(q, b, replacement=False, generator=generator), minlength=q.numel()
+            )
+            if m in wanted:
+                err_without.append(float(((counts @ G) / (b * m) - exact).norm()) / scale)
+        err_without = np.array(err_without)
+    spread = max(float(q @ (G * G).sum(1)) - float(exact @ exact), 0.0)
+    predicted = np.sqrt(spread / (b * ms)) / scale
+    return GradientMC(ms, np.array(err_with), err_without, predicted, exact, q, scale, reason)
 
 
 @dataclass(frozen=True)

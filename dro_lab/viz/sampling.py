@@ -296,22 +296,29 @@ def _add_age_run(fig: go.Figure, label: str, ages, q, *, batch_size: int, color:
 
 def mc_error_figure(
     ms: Sequence[int],
-    errors: Mapping[str, Sequence[float]],
+    errors: Mapping[str, Sequence[float] | None],
     *,
     reference: Sequence[float] | None = None,
     reference_label: str = "∝ 1/√M",
     title: str | None = None,
+    note: str | None = None,
 ) -> go.Figure:
     """Monte-Carlo error against the number of batches ``M`` (log–log), one line per estimator.
 
     ``reference`` is an optional curve over ``ms`` (e.g. the predicted RMS error
-    ``√(tr Σ_q / (bM))`` of an unbiased estimator); drawn dashed black.
+    ``√(tr Σ_q / (bM))`` of an unbiased estimator); drawn dashed black. An estimator whose errors are ``None``
+    (one that cannot be computed, e.g. batches of distinct indices when fewer examples have positive probability)
+    is not drawn; ``note`` is written under the title (say there why).
     """
     ms = np.asarray(ms, dtype=float)
     if ms.ndim != 1 or ms.size == 0 or not np.isfinite(ms).all() or np.any(ms < 1):
         raise ValueError(f"ms must be a non-empty vector of batch counts M ≥ 1 (a log axis), got {ms.tolist()}")
+    if note is not None and not isinstance(note, str):
+        raise TypeError(f"note must be a string or None, got {type(note).__name__}")
     fig = go.Figure()
     for j, (label, err) in enumerate(errors.items()):
+        if err is None:
+            continue
         err = np.asarray(err, dtype=float)
         if err.shape != ms.shape:
             raise ValueError(f"errors[{label!r}] has shape {err.shape}, expected {ms.shape}")
@@ -333,4 +340,7 @@ def mc_error_figure(
         yaxis_type="log",
         legend=dict(orientation="h", y=-0.25),
     )
+    if note:
+        fig.add_annotation(text=note, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+                           showarrow=False, font=dict(size=12))  # fmt: skip
     return fig

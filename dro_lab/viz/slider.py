@@ -251,11 +251,13 @@ def _rounded(a: np.ndarray, digits: int) -> np.ndarray:
     shift = digits - 1 - exponent
     vals = a[ok]
     up = shift >= 0
-    scale_up = 10.0 ** shift[up]
+    scale_up = 10.0 ** np.minimum(shift[up], 300)  # 10**308 is float64's limit
     scale_down = 10.0 ** (-shift[~up])
     res = np.empty_like(vals)
     res[up] = np.round(vals[up] * scale_up) / scale_up
     res[~up] = np.round(vals[~up] / scale_down) * scale_down
+    tiny = shift > 300  # below about 1e-300 (underflowing weights): kept as they are
+    res[tiny] = vals[tiny]
     out[ok] = res
     return out
 

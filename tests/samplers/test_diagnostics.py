@@ -103,10 +103,29 @@ def test_mc_gradient_errors_unbiased_with_replacement_biased_without():
     assert list(mc.ms) == sorted(set(mc.ms)) and mc.ms[-1] == 20000
 
 
+def test_mc_gradient_errors_without_replacement_is_impossible_below_b_positive_entries():
+    """One example of positive probability and b = 2: no batch of two distinct indices exists. The i.i.d. estimate is
+    then exact (every draw is that example), and the comparison without replacement is reported as impossible."""
+    G = torch.tensor(RNG.normal(size=(3, 2)))
+    mc = mc_gradient_errors(torch.tensor([0.0, 1.0, 0.0]), G, batch_size=2, batches=5)
+    assert mc.without_replacement is None
+    assert mc.without_reason == "only 1 example has positive probability, fewer than b = 2"
+    assert np.all(mc.with_replacement <= 4e-16)  # every draw is that example: exact but for one rounding
+    np.testing.assert_allclose(mc.exact.numpy(), G[1].numpy())
+    two = mc_gradient_errors(torch.tensor([0.5, 0.5, 0.0]), G, batch_size=3, batches=5)
+    assert two.without_replacement is None and "only 2 examples have" in two.without_reason
+    assert mc_gradient_errors(torch.tensor([0.5, 0.5, 0.0]), G, batch_size=2, batches=5).without_reason is None
+
+
+def test_mc_gradient_errors_are_absolute_when_the_gradient_is_zero():
+    G = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    mc = mc_gradient_errors(torch.tensor([0.5, 0.5]), G, batch_size=1, batches=4)
+    assert mc.scale == 1.0 and float(mc.exact.norm()) == 0.0
+    assert np.all(np.isfinite(mc.with_replacement)) and mc.predicted[0] == pytest.approx(1.0)
+
+
 def test_mc_gradient_errors_rejects_bad_inputs():
     G = torch.zeros(3, 2)
-    with pytest.raises(ValueError, match="batch_size"):
-        mc_gradient_errors(torch.tensor([1.0, 0.0, 0.0]), G, batch_size=2, batches=5)
     with pytest.raises(ValueError, match="grads"):
         mc_gradient_errors(torch.ones(4) / 4, G, batch_size=2, batches=5)
     with pytest.raises(TypeError, match="grads"):

@@ -8,6 +8,7 @@ a real Chromium (skipped where there is none).
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import plotly.graph_objects as go
@@ -85,6 +86,18 @@ def test_floats_keep_four_significant_digits():
     assert "0.33330000" not in fig.to_json()
 
 
+def test_weights_below_1e_300_stay_finite_and_no_warning_is_printed():
+    """An underflowing weight (lesson 02's q at large β reaches 1e-310) would overflow 10**digits: it is kept as is."""
+
+    def build(s):
+        return go.Figure(go.Scatter(x=[1, 2, 3], y=np.array([1e-310, 1.234567e-200, 0.5]) * s))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = slider_figure(build, {"s": {"values": [1.0, 2.0], "default": 1.0}})
+    assert list(fig.data[0].y) == [1e-310, 1.235e-200, 0.5]
+
+
 def _varying(n):
     """n lines (a different count per value), a title, an x range only for n = 3, an annotation only for n = 1."""
     fig = go.Figure([go.Scatter(x=X, y=X + k, mode="lines") for k in range(n)])
@@ -145,6 +158,7 @@ def test_sliders_sit_under_the_plot_and_the_figure_grows_by_them():
     assert fig.layout.height - fig.layout.margin.b == (plain.layout.height or 450) - (plain.layout.margin.b or 80)
 
 
+@pytest.mark.browser
 def test_the_sliders_move_the_figure_in_chromium(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
     from _browser import CHROMIUM_ARGS, find_chromium

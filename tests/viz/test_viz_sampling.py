@@ -78,6 +78,14 @@ def test_mc_error_figure_validates_shapes():
     assert fig.layout.xaxis.type == "log" and len(fig.data) == 2
     with pytest.raises(ValueError, match="shape"):
         viz.mc_error_figure([1, 10], {"with": [1.0]})
+    with pytest.raises(TypeError, match="note"):
+        viz.mc_error_figure([1, 10], {"with": [1.0, 0.3]}, note=3)
+
+
+def test_mc_error_figure_leaves_out_an_estimator_that_cannot_be_computed():
+    fig = viz.mc_error_figure([1, 10], {"with": [1.0, 0.3], "without": None}, note="without: impossible")
+    assert [t.name for t in fig.data] == ["with"]
+    assert [a.text for a in fig.layout.annotations] == ["without: impossible"]
 
 
 def test_hws_panel_redraws_on_beta_and_divergence(monkeypatch):
