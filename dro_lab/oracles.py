@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._rounding import SAFETY, U64, fn_error, gamma
 from ._validation import as_float_vector, check_choice, check_number
 
 __all__ = [
@@ -212,16 +213,9 @@ def simplex_worst_case(
 # Rounding model of the certificates (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, §2.2 and §4.2):
 # each float64 operation is exact up to a relative error u = 2⁻⁵³; a sum of m terms, in whatever order the library
 # adds them, is exact up to γ(m − 1)·Σ|terms| with γ(k) = ku/(1 − ku); exp and log are allowed 4 ulp (8u: glibc's are
-# within 1 ulp, numpy's vectorised kernels within 4). The first-order bounds derived below are doubled (_SAFETY) to
+# within 1 ulp, numpy's vectorised kernels within 4). The first-order bounds derived below are doubled (SAFETY) to
 # cover the second-order terms they drop.
-_U = 2.0**-53
-_FN = 8.0 * _U
 _TINY = 2.0**-1022  # below the smallest normal float64, a result keeps an absolute error of at most this
-_SAFETY = 2.0
-
-
-def _gamma(k: int) -> float:
-    return k * _U / (1.0 - k * _U)
 
 
 @dataclass(frozen=True)
@@ -253,25 +247,25 @@ def _objective(q: np.ndarray, ell: np.ndarray, p: np.ndarray, divergence: str, b
     terms = q * ell
     expected = float(terms.sum())
     big = float(np.abs(ell).max())
-    theta = abs(math.fsum(q.tolist()) - 1.0) + _U  # q = (1 + θ)·(q/Σq): how far q is from the simplex
+    theta = abs(math.fsum(q.tolist()) - 1.0) + U64  # q = (1 + θ)·(q/Σq): how far q is from the simplex
     if divergence == "kl":
         logs = np.log(np.where(q > 0, q / p, 1.0))
         pen = q * logs
         div = float(pen.sum())
         # per term: q/p, log (8u, and u from the ratio), product; then the sum; subnormal q: an absolute 2⁻¹⁰²²
-        div_err = 2 * _U * float(q.sum()) + (_FN + 2 * _U + _gamma(n - 1)) * float(np.abs(pen).sum())
+        div_err = 2 * U64 * float(q.sum()) + (fn_error() + 2 * U64 + gamma(n - 1)) * float(np.abs(pen).sum())
         div_err += n * _TINY * (1.0 + float(np.abs(logs).max()))
         # D((1 + θ)q̃) − D(q̃) = θ·D(q̃) + (1 + θ)·log(1 + θ)
         feasible = theta * (big + (abs(div) + 1.0 + theta) / beta)
     else:
         pen = (q - p) ** 2 / p
         div = float(pen.sum())
-        div_err = (3 * _U + _gamma(n - 1)) * div + n * _TINY  # subtraction, square, division; then the sum
+        div_err = (4 * U64 + gamma(n - 1)) * div + n * _TINY  # subtraction (u, doubled by the square), square, division
         # χ²((1 + θ)q̃) − χ²(q̃) = 2θ·χ²(q̃) + θ²·(χ²(q̃) + 1)
         feasible = theta * (big + (2.0 * div + theta * (div + 1.0)) / beta)
     value = expected - div / beta
-    dot_err = _gamma(n) * float(np.abs(terms).sum())
-    rounding = _SAFETY * (dot_err + (div_err + 2 * _U * abs(div)) / beta + _U * abs(value) + feasible)
+    dot_err = gamma(n) * float(np.abs(terms).sum())
+    rounding = SAFETY * (dot_err + (div_err + 2 * U64 * abs(div)) / beta + U64 * abs(value) + feasible)
     return value, rounding
 
 
@@ -285,18 +279,18 @@ def _dual(ell: np.ndarray, p: np.ndarray, divergence: str, beta: float, eta: flo
         w = p * np.exp(x)
         total = float(w.sum())
         value = eta + total / beta
-        err_x = float((_U * (2.0 * beta * np.abs(d) + np.abs(x))).max()) * (1.0 + 4 * _U)  # β·(ℓ − η) − 1
-        rel = math.expm1(err_x) + (_FN + 2 * _U) * math.exp(err_x)  # one term p·e^x, relative
-        rel_total = rel + _gamma(n - 1) * (1.0 + rel)
-        rounding = (total / beta) * (rel_total + 2 * _U) + n * _TINY / beta + _U * (abs(value) + abs(eta))
-        return value, _SAFETY * rounding, w
+        err_x = float((U64 * (2.0 * beta * np.abs(d) + np.abs(x))).max()) * (1.0 + 4 * U64)  # β·(ℓ − η) − 1
+        rel = math.expm1(err_x) + (fn_error() + 2 * U64) * math.exp(err_x)  # one term p·e^x, relative
+        rel_total = rel + gamma(n - 1) * (1.0 + rel)
+        rounding = (total / beta) * (rel_total + 2 * U64) + n * _TINY / beta + U64 * (abs(value) + abs(eta))
+        return value, SAFETY * rounding, w
     s = beta * d  # χ²: φ*(s) = s + s²/4 for s ≥ −2, −1 below; (1/β)·p·φ*(βd) = p·d·(1 + βd/4) on the first branch
     active = s >= -2.0
     terms = np.where(active, p * d * (1.0 + s / 4.0), -p / beta)
     value = eta + float(terms.sum())
     # an active term has relative error ≤ 6u (1 + βd/4 ≥ 1/2 there); the branches meet at s = −2 with equal slopes
-    rounding = (6 * _U + _gamma(n)) * float(np.abs(terms).sum()) + _U * (abs(value) + abs(eta))
-    return value, _SAFETY * rounding, p * np.maximum(0.0, 1.0 + s / 2.0)
+    rounding = (6 * U64 + gamma(n)) * float(np.abs(terms).sum()) + U64 * (abs(value) + abs(eta))
+    return value, SAFETY * rounding, p * np.maximum(0.0, 1.0 + s / 2.0)
 
 
 def dual_worst_case(losses, *, divergence: str, beta: float, prior=None) -> DualCertificate:

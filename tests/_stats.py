@@ -21,11 +21,13 @@ def history_like(n: int, rng: np.random.Generator) -> np.ndarray:
 
 @st.composite
 def loss_vectors(draw, min_size: int = 2, max_size: int = 300) -> np.ndarray:
-    """A loss vector of ``min_size`` to ``max_size`` entries at a scale from 1e-4 to 20: light and heavy tails, ties,
-    all equal, or a trained history's shape (:func:`history_like`)."""
+    """A loss vector of ``min_size`` to ``max_size`` entries at a scale from 1e-4 to 50: light and heavy tails, ties,
+    all equal, a trained history's shape (:func:`history_like`), large values with a tiny spread (``offset``), or
+    values of both signs (a loss shifted by a constant, which no robust objective may care about)."""
     n = draw(st.integers(min_size, max_size))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(["uniform", "exponential", "pareto", "ties", "equal", "history"]))
+    kinds = ["uniform", "exponential", "pareto", "ties", "equal", "history", "offset", "signed"]
+    kind = draw(st.sampled_from(kinds))
     base = {
         "uniform": lambda: rng.uniform(0.0, 1.0, n),
         "exponential": lambda: rng.exponential(size=n),
@@ -33,9 +35,11 @@ def loss_vectors(draw, min_size: int = 2, max_size: int = 300) -> np.ndarray:
         "ties": lambda: rng.integers(0, 3, n).astype(float),
         "equal": lambda: np.full(n, 0.5),
         "history": lambda: history_like(n, rng),
+        "offset": lambda: 1.0 + 1e-3 * rng.uniform(0.0, 1.0, n),
+        "signed": lambda: rng.uniform(-1.0, 1.0, n),
     }[kind]()
     top = float(np.abs(base).max())
-    scale = 10.0 ** draw(st.floats(-4.0, math.log10(20.0)))
+    scale = 10.0 ** draw(st.floats(-4.0, math.log10(50.0)))
     return base * (scale / top) if top > 0 else base
 
 

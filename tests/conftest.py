@@ -14,10 +14,12 @@ The lessons run **once per test session**: :func:`executed_course` runs the whol
 website and its executed instructor copies) the first time a test asks for it and hands every later test the same
 folder. Under pytest-xdist the workers share it through a file lock in pytest's shared temporary folder: the first
 worker runs the course, the others wait for it and read its ``summary.json``. ``DRO_LAB_TEST_COURSE=<folder>``
-runs it into that folder instead, reusing what an earlier run left there unchanged (resume): ``make test`` runs the
-course into ``build/test-course`` first, on every core, and points the suite at it, so that no xdist worker waits
-with a core idle while another runs the lessons (pytest-xdist's ``loadgroup``, which would keep those tests on one
-worker, does not work with pytest 9.2's node ids).
+names a folder that a course run has filled (``dro-lab course run --preset smoke --out <folder>``): the tests read
+it as that run left it and run nothing (a lesson that failed there fails its test; it is not run again); an empty
+or new folder is filled first. ``make test`` runs the course into ``build/test-course`` first, on every core, and
+points the suite at it, so that no xdist worker waits with a core idle while another runs the lessons
+(pytest-xdist's ``loadgroup``, which would keep those tests on one worker, does not work with pytest 9.2's node
+ids).
 """
 
 from __future__ import annotations
@@ -95,9 +97,11 @@ def executed_course(tmp_path_factory) -> ExecutedCourse:
     out = Path(chosen).resolve() if chosen else shared / "executed-course"
     done = shared / "executed-course.done"
     with FileLock(str(shared / "executed-course.lock")):
-        if not done.is_file():
+        # a folder a run has already filled is read as that run left it: a lesson that failed there is reported,
+        # never run a second time (a flaky lesson must not pass on its second try)
+        if not done.is_file() and not (chosen and (out / "summary.json").is_file()):
             _run_course_once(out)
-            done.write_text(str(out), encoding="utf-8")
+        done.write_text(str(out), encoding="utf-8")
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     return ExecutedCourse(out, {entry["id"]: entry for entry in summary["lessons"]})
 

@@ -30,6 +30,7 @@ CHROMIUM = find_chromium()
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.notebook,  # JupyterLab runs the fixture notebook in a kernel
     pytest.mark.slow,
     pytest.mark.skipif(
         CHROMIUM is None,

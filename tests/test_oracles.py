@@ -269,6 +269,7 @@ def _mp_chi2(losses, beta, prior):
     raise AssertionError("no support satisfies the KKT conditions")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_problems(), st.sampled_from(["kl", "chi2"]))
 def test_dual_certificate_brackets_the_exact_maximum(problem, divergence):

@@ -31,11 +31,14 @@ Modules, from the bottom up:
 - ``lesson_setup``: :func:`setup_lesson`, :class:`LessonSetup`, :func:`check_lesson_parameters` (before a run);
 - ``records``: :func:`record`, :func:`read_records`;
 - ``exercises``: :func:`check_exercise` (what a lesson's check cell calls), :func:`read_solutions`,
-  :func:`fill_solutions` (the instructor copy), :func:`solutions_path`;
+  :func:`fill_solutions` (the instructor copy), :func:`solutions_path`; ``instructor``: the instructor copy executed
+  in the lesson's own run (solutions appended after the student's cells, the executed notebook split in two);
+- ``lessons``: what one lesson checks, a module per lesson (``lessons.hardness_weighted_sampling``: lesson 02's
+  facts as functions that raise :class:`~.lessons.LessonCheckError`, with certified tolerances);
 - ``results``: :class:`LessonResult`, :class:`FailingCell`; ``failures``: :func:`find_failing_cell` and
   the failure kind of a papermill run;
 - ``control``: :class:`RunInterrupted` and the run's papermill processes; ``execute``: one lesson through
-  papermill, its HTML page and its ``<id>.run.json`` (resume);
+  papermill, its executed notebooks and its ``<id>.run.json`` (resume);
 - ``report``: :func:`summary_table`, :func:`write_summary`; ``runner``: :func:`run_course`;
 - ``dask_executor``: ``run_course(..., executor="dask")``, the lessons as tasks on a Dask cluster (loaded then);
 - ``sweep``: :func:`parse_sweep`, :func:`run_sweep` (its :class:`SweepResult` lives in ``results``); ``sweep_report``:

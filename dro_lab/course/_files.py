@@ -70,6 +70,11 @@ def canonical(value: Any) -> str:
     return json.dumps(jsonable(value), sort_keys=True, default=str)
 
 
+def cell_tags(cell: Any) -> list[str]:
+    """A notebook cell's tags (an nbformat node or a plain dict), a new list."""
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
 def md_cell(text: str) -> str:
     """``text`` made safe for one cell of a Markdown table."""
     return text.replace("|", "\\|").replace("\n", " ")

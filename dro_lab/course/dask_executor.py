@@ -339,12 +339,14 @@ class _Lesson:
     position: int
     job: dict[str, Any]
     submitted: int = 0
-    lost: list[float] = dataclasses.field(default_factory=list)
+    lost_seconds: list[float] = dataclasses.field(default_factory=list)
 
     def counted(self, result: LessonResult) -> LessonResult:
         """``result`` of the lesson's last attempt with the attempts counted and the seconds of the lost ones
         added: a lesson run again after its worker died reports the time of both attempts."""
-        return dataclasses.replace(result, seconds=result.seconds + sum(self.lost), attempts=max(1, self.submitted))
+        return dataclasses.replace(
+            result, seconds=result.seconds + sum(self.lost_seconds), attempts=max(1, self.submitted)
+        )
 
 
 def _store(
@@ -422,7 +424,7 @@ def _worker_died(state: str, value: Any) -> bool:
 def _result(task: Mapping[str, Any], lesson: _Lesson, state: str, value: Any) -> LessonResult:
     """The result of ``lesson``'s last attempt, settled in ``state`` with ``value`` (:func:`_state_of`)."""
     if _worker_died(state, value):
-        again = ", and again when it was run a second time" if len(lesson.lost) > 1 else ""
+        again = ", and again when it was run a second time" if len(lesson.lost_seconds) > 1 else ""
         cause = f" ({type(value).__name__}: {value})" if state == "error" else ""
         error = f"its Dask worker died while it ran{again}{cause}; its papermill and kernel went too"
         return _failed(task, "killed", error, lesson)
@@ -430,7 +432,7 @@ def _result(task: Mapping[str, Any], lesson: _Lesson, state: str, value: Any) ->
         return _failed(task, "raised", f"{type(value).__name__} on the Dask worker: {value}", lesson)
     if state == "finished" and value["started"]:
         return _store(task, value["result"], value["files"], lesson)
-    if lesson.lost:  # the run was stopped before the lesson's second attempt started
+    if lesson.lost_seconds:  # the run was stopped before the lesson's second attempt started
         error = "interrupted: its Dask worker died while it ran and the run was stopped before it ran again"
         return _failed(task, "interrupted", error, lesson)
     return _not_started(task)
@@ -527,7 +529,7 @@ class _Lessons:
         try:
             state, value = _state_of(future)
             if _worker_died(state, value):
-                lesson.lost.append(self._lost_seconds(future))
+                lesson.lost_seconds.append(self._lost_seconds(future))
                 if again is not None and lesson.submitted < _ATTEMPTS:
                     again(self.submit(lesson))
                     del self.futures[future]

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ._files import canonical, jsonable, library_sha256, write_text_atomic
+from ._files import canonical, cell_tags, jsonable, library_sha256, write_text_atomic
 from .control import _Cancelled, _RunControl
 from .exercises import fill_solutions
-from .failures import classify_failure
+from .failures import ERROR_MARKER_TAG, classify_failure
 from .instructor import APPENDED_TAG, check_verdicts, split_executed, with_solution_checks
 from .parameters import PRESET_ENV
 from .records import RECORD_ENV, read_records
@@ -69,6 +69,7 @@ def _write_run_record(task: Mapping[str, Any], result: LessonResult) -> None:
         "notebook_sha256": task["notebook_sha256"],
         "code_sha256": task["code_sha256"],
         "solutions_sha256": task.get("solutions_sha256"),
+        "syllabus_sha256": task.get("syllabus_sha256"),
         "dro_lab": __version__,
         "library_sha256": library_sha256(),
         "status": result.status,
@@ -104,6 +105,7 @@ def _reusable_run(task: Mapping[str, Any]) -> dict[str, Any] | None:
         and previous.get("preset") == task["preset"]
         and previous.get("code_sha256") == task["code_sha256"]
         and previous.get("solutions_sha256") == task.get("solutions_sha256")
+        and previous.get("syllabus_sha256") == task.get("syllabus_sha256")
         and previous.get("dro_lab") == __version__
         and previous.get("library_sha256") == library_sha256()
         and canonical(previous.get("parameters")) == canonical(task["parameters"])
@@ -237,7 +239,12 @@ def _execute_lesson(task: Mapping[str, Any], control: _RunControl | None = None)
 
     result = LessonResult(id=lesson_id, title=task["title"], status="ok", parameters=dict(task["parameters"]))
     running = _working_files(task)[1]
-    returncode, start = _run_papermill(task, control, _prepare_source(task), running)
+    try:
+        returncode, start = _run_papermill(task, control, _prepare_source(task), running)
+    except BaseException:  # cancelled before papermill started, or it could not start: no working file stays
+        for path in _working_files(task):
+            path.unlink(missing_ok=True)
+        raise
     if returncode != 0:
         log = log_path.read_text(encoding="utf-8", errors="replace")
         result.status = "failed"
@@ -282,7 +289,7 @@ def _split_instructor_copy(task: Mapping[str, Any], nb: Any, result: LessonResul
     cell = result.failing_cell
     failed_in_solution = cell is not None and APPENDED_TAG in _tags_at(nb, cell.executed_index)
     if failed_in_solution:  # the student's part ran to its end: no papermill error banner in the student's copy
-        nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
+        nb.cells = [c for c in nb.cells if ERROR_MARKER_TAG not in cell_tags(c)]
     wrong = sorted({key for key, verdict in check_verdicts(nb, appended=True) if verdict != "right"})
     student, instructor = split_executed(nb, task["solutions"])
     path = _instructor_path(task)
@@ -290,9 +297,12 @@ def _split_instructor_copy(task: Mapping[str, Any], nb: Any, result: LessonResul
     write_text_atomic(path, nbformat.writes(instructor))
     result.instructor = path
     copy_name = f"instructor/{path.name}"
-    if failed_in_solution:
+    if failed_in_solution and result.failure == "raised":
         result.failure, result.failing_cell = "solution", None
         result.error = f"a solution in {copy_name} raised{cell.where()} -> {cell.ename}: {cell.evalue}"
+    elif failed_in_solution:  # interrupted, timed out, kernel died: the kind stays; say where it happened
+        result.failing_cell = None
+        result.error = f"{result.error} (in a solution cell of {copy_name})"
     elif wrong and result.status == "ok":
         result.status, result.failure = "failed", "solution"
         result.error = f"the solution of exercise {', '.join(wrong)} does not pass its check ({copy_name}: 'not yet')"
@@ -302,5 +312,5 @@ def _split_instructor_copy(task: Mapping[str, Any], nb: Any, result: LessonResul
 def _tags_at(nb: Any, executed_index: int) -> list[str]:
     """The tags of the cell at ``executed_index`` (counted as :func:`~.failures.find_failing_cell` counts: without
     papermill's error-banner cells)."""
-    cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
-    return list(cells[executed_index].metadata.get("tags", [])) if 0 <= executed_index < len(cells) else []
+    cells = [c for c in nb.cells if ERROR_MARKER_TAG not in cell_tags(c)]
+    return cell_tags(cells[executed_index]) if 0 <= executed_index < len(cells) else []

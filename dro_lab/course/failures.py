@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._files import cell_tags
 from .results import FailingCell
 
-_ERROR_MARKER_TAG = "papermill-error-cell-tag"  # papermill's "An Exception was encountered" cells
+ERROR_MARKER_TAG = "papermill-error-cell-tag"  # papermill's "An Exception was encountered" cells
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s*(.*))?$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: IPython's frame header for code run from a cell: ``Cell In[8], line 12`` (the cell's own frame comes first).
@@ -54,10 +55,6 @@ def _failing_line(cell: Mapping[str, Any]) -> tuple[int | None, str]:
     return None, ""
 
 
-def _tags(cell: Mapping[str, Any]) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])
-
-
 def _cell_error(cell: Mapping[str, Any], reason: tuple[str, str] | None) -> tuple[str, str] | None:
     """(ename, evalue) when ``cell`` failed, else None (papermill's rule, see :func:`find_failing_cell`)."""
     if cell.get("cell_type") != "code":
@@ -82,7 +79,7 @@ def _cell_error(cell: Mapping[str, Any], reason: tuple[str, str] | None) -> tupl
 def _at(cells: list, index: int, error: tuple[str, str]) -> FailingCell:
     """The :class:`FailingCell` for ``cells[index]``, its index counted in the source notebook."""
     cell = cells[index]
-    injected_before = sum("injected-parameters" in _tags(c) for c in cells[:index])
+    injected_before = sum("injected-parameters" in cell_tags(c) for c in cells[:index])
     line_number, line = _failing_line(cell)
     return FailingCell(
         index=index - injected_before,
@@ -114,7 +111,7 @@ def find_failing_cell(notebook: Any, log: str = "") -> FailingCell | None:
         except Exception:  # missing or half-written: nothing to locate
             return None
     # papermill inserts its error-marker cells after locating the error; drop them to match.
-    cells = [c for c in nb.cells if _ERROR_MARKER_TAG not in _tags(c)]
+    cells = [c for c in nb.cells if ERROR_MARKER_TAG not in cell_tags(c)]
     reason = _last_exception_line(log)
     if reason is not None and reason[0] not in _RUNNER_ERRORS:
         reason = None
@@ -136,10 +133,7 @@ def find_failing_cell(notebook: Any, log: str = "") -> FailingCell | None:
 
 
 def _where(cell: FailingCell | None) -> str:
-    if cell is None:
-        return ""
-    line = f", line {cell.line_number}" if cell.line_number is not None and cell.line else ""
-    return f" in cell {cell.index}{line} (`{cell.line or cell.first_line}`)"
+    return f" in cell {cell.index}{cell.where()}" if cell is not None else ""
 
 
 def classify_failure(

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._files import cell_tags
 from .exercises import CHECK_TAG, EXERCISE_TAG, exercise_id, fill_solutions
 
 __all__ = ["APPENDED_TAG", "check_verdicts", "split_executed", "with_solution_checks"]
@@ -29,17 +30,13 @@ _META = "dro_lab"  # cell metadata key: {"exercise": N, "role": "solution" | "ch
 _VERDICT = re.compile(r"Exercise ([\w.]+(?: \([^)]*\))?) — (right|not yet)")
 
 
-def _tags(cell: Any) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
 def _exercise_checks(cells: list) -> dict[str, tuple[int, list[int]]]:
     """Code exercise number -> (its cell's index, the indices of the check cells after it, before the next
     exercise)."""
     groups: dict[str, tuple[int, list[int]]] = {}
     current = None
     for index, cell in enumerate(cells):
-        tags = _tags(cell)
+        tags = cell_tags(cell)
         if EXERCISE_TAG in tags:
             key = exercise_id(cell.source) if cell.cell_type == "code" else None
             current = key
@@ -52,7 +49,7 @@ def _exercise_checks(cells: list) -> dict[str, tuple[int, list[int]]]:
 
 def _appended(cell: Any, key: str, role: str, n: int = 0) -> Any:
     cell = copy.deepcopy(cell)
-    cell.metadata["tags"] = [*_tags(cell), APPENDED_TAG]
+    cell.metadata["tags"] = [*cell_tags(cell), APPENDED_TAG]
     cell.metadata[_META] = {"exercise": key, "role": role, "n": n}
     cell.outputs, cell.execution_count = [], None
     if "id" in cell:  # a cell id is unique in its notebook (nbformat 4.5)
@@ -74,7 +71,7 @@ def with_solution_checks(notebook: Any, solutions: Mapping[str, str]) -> Any:
 def _plain(cell: Any) -> Any:
     """An appended cell as it stands in the instructor's notebook: without the run's tag and metadata."""
     cell = copy.deepcopy(cell)
-    cell.metadata["tags"] = [t for t in _tags(cell) if t != APPENDED_TAG]
+    cell.metadata["tags"] = [t for t in cell_tags(cell) if t != APPENDED_TAG]
     cell.metadata.pop(_META, None)
     return cell
 
@@ -88,10 +85,10 @@ def split_executed(executed: Any, solutions: Mapping[str, str]) -> tuple[Any, An
     appended = {
         (c.metadata[_META]["exercise"], c.metadata[_META]["role"], c.metadata[_META]["n"]): _plain(c)
         for c in executed.cells
-        if APPENDED_TAG in _tags(c)
+        if APPENDED_TAG in cell_tags(c)
     }
     student = copy.deepcopy(executed)
-    student.cells = [c for c in student.cells if APPENDED_TAG not in _tags(c)]
+    student.cells = [c for c in student.cells if APPENDED_TAG not in cell_tags(c)]
     instructor = fill_solutions(student, solutions)
     for key, (index, checks) in _exercise_checks(instructor.cells).items():
         for role, n, i in [("solution", 0, index), *(("check", n, i) for n, i in enumerate(checks))]:
@@ -111,7 +108,7 @@ def check_verdicts(notebook: Any, *, appended: bool | None = None) -> list[tuple
     ``appended``: only the cells a run appended (True), only the others (False), or all (None)."""
     found = []
     for cell in notebook.cells:
-        tags = _tags(cell)
+        tags = cell_tags(cell)
         if CHECK_TAG not in tags or (appended is not None and (APPENDED_TAG in tags) != appended):
             continue
         text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")

@@ -125,13 +125,16 @@ def _check_all(lesson: Lesson, values: Mapping[str, Any], choices: Mapping[str, 
         check_parameter(name, values[name], **options)
 
 
-def check_lesson_parameters(lesson: Lesson, preset: str, values: Mapping[str, Any]) -> None:
+def check_lesson_parameters(
+    lesson: Lesson, preset: str, values: Mapping[str, Any], *, device_here: bool = True
+) -> None:
     """Check the values a run will inject into ``lesson`` (its preset's plus the user's) before any kernel starts.
 
     The same checks as :func:`setup_lesson` (the lesson's ``checks`` in the syllabus), on the values given: a None
-    that the preset's ``defaults`` fill is left to the lesson; a device other than ``"auto"`` / ``"cpu"`` must be
-    one torch can use here. Checks that need the lesson's own registries (``choices`` passed at run time) still
-    happen in the lesson.
+    that the preset's ``defaults`` fill is left to the lesson; with ``device_here`` (the lessons run on this
+    machine), a device other than ``"auto"`` / ``"cpu"`` must be one torch can use here (a Dask cluster's workers
+    check their own in the lesson). Checks that need the lesson's own registries (``choices`` passed at run time)
+    still happen in the lesson.
 
     Raises:
         ValueError: ``Invalid parameter NAME=VALUE: expected ... (lesson ID)``.
@@ -143,14 +146,14 @@ def check_lesson_parameters(lesson: Lesson, preset: str, values: Mapping[str, An
             continue
         try:
             check_parameter(name, value, **options)
-            if name == "device" and isinstance(value, str) and value not in ("auto", "cpu"):
+            if device_here and name == "device" and isinstance(value, str) and value not in ("auto", "cpu"):
                 _resolve_device(value)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{exc} (lesson {lesson.id})") from None
 
 
 def _resolve_device(device: Any) -> Any:
-    from ..utils import resolve_device  # imports torch: only when a lesson sets up
+    from ..utils import resolve_device  # imports torch: only when a lesson sets up or a run asks for a device
 
     try:
         return resolve_device(device)

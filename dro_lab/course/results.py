@@ -42,17 +42,17 @@ class FailingCell:
     line: str = ""
 
     def describe(self) -> str:
-        """One line: ``cell 2 (In [3]), line 6 `assert x > 0` -> AssertionError: x``; without a known line, the
-        cell's first line: ``cell 2 (In [3]) `import math` -> ...``."""
+        """One line: ``cell 2 (In [3]), line 6 (`assert x > 0`) -> AssertionError: x``; without a known line, the
+        cell's first line: ``cell 2 (In [3]) (`import math`) -> ...``."""
         count = f" (In [{self.exec_count}])" if self.exec_count is not None else ""
         value = f": {self.evalue}" if self.evalue else ""
         return f"cell {self.index}{count}{self.where()} -> {self.ename}{value}"
 
     def where(self) -> str:
-        """``, line 6 `assert x > 0``` when the failing line is known, else `` `first line```."""
+        """``, line 6 (`assert x > 0`)`` when the failing line is known, else `` (`first line`)``."""
         if self.line_number is not None and self.line:
-            return f", line {self.line_number} `{self.line}`"
-        return f" `{self.first_line}`"
+            return f", line {self.line_number} (`{self.line}`)"
+        return f" (`{self.first_line}`)"
 
 
 @dataclass

@@ -5,13 +5,14 @@ and raises :class:`~.control.RunInterrupted`."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._files import code_sha256, sha256
+from ._files import canonical, code_sha256, sha256
 from .control import RunInterrupted, _Cancelled, _interrupts_deferred, _RunControl
 from .execute import _cached_result, _execute_lesson
 from .exercises import read_solutions, solutions_path
@@ -76,6 +77,8 @@ def _make_task(
         "notebook": str(lesson.notebook),
         "notebook_sha256": notebook_sha256,
         "code_sha256": code_sha256(lesson.notebook),
+        # what the lesson's set-up cell reads from the syllabus (its checks, and the sizes it fills in)
+        "syllabus_sha256": hashlib.sha256(canonical([lesson.checks, lesson.defaults]).encode()).hexdigest(),
         # the instructor copy runs in the lesson's own run (.instructor): its solutions travel with the task
         "solutions": read_solutions(solutions) if has_solutions else None,
         "solutions_sha256": sha256(solutions) if has_solutions else None,
@@ -306,10 +309,11 @@ def run_course(
     figures drawn by one shared plotly.js, widget panels as their static twins, the run summary, and
     per lesson the student, executed and instructor notebooks to download and Binder / Colab buttons.
 
-    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256 and
-    the SHA-256 of its code cells and kernel, the dro_lab version and a SHA-256 of the library's source,
-    the status and the seconds of the lesson's last run. A lesson whose last run in ``out`` was ok with
-    the same preset, parameters, code and library, and whose executed notebook is still there, is not
+    Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256, the
+    SHA-256 of its code cells and kernel, of its solutions file and of its syllabus entry's checks and defaults, the
+    dro_lab version and a SHA-256 of the library's source, the status and the seconds of the lesson's last run. A
+    lesson whose last run in ``out`` was ok with the same preset, parameters, code, solutions, syllabus entry and
+    library, and whose executed notebook (and instructor copy) is still there, is not
     executed again: its result has status ``"cached"`` (an ok status) and the stored seconds and
     records. When only its prose (markdown cells) changed, the executed notebook takes the new prose
     and keeps its outputs (re-rendered, no kernel). Failed lessons always run again; ``force=True``
@@ -380,7 +384,7 @@ def run_course(
         for lesson in selected
     ]
     for lesson, task in zip(selected, tasks):  # a bad value stops the run here, before any kernel starts
-        check_lesson_parameters(lesson, preset, task["parameters"])
+        check_lesson_parameters(lesson, preset, task["parameters"], device_here=executor == "local")
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = dict(syllabus=syllabus, preset=preset, parameters=overrides)
     try:

@@ -177,7 +177,7 @@ def run_sweep(
         for lesson in selected
     ]
     for _, lesson, params in runs_wanted:  # every value checked before any folder or kernel
-        check_lesson_parameters(lesson, preset, params)
+        check_lesson_parameters(lesson, preset, params, device_here=executor == "local")
     sweep_dir, folders = _value_folders(out, param, labels)
     hashes = {lesson.id: sha256(lesson.notebook) for lesson in selected}
     common = dict(preset=preset, timeout=timeout, kernel_name=kernel_name)

@@ -159,6 +159,7 @@ def test_hws_draw_times_auto_and_reports_the_mode_it_took(monkeypatch):
     assert "(tree)" in hws.format_hws_draw(rows[1]) and "(multinomial)" in hws.format_hws_draw(rows[0])
 
 
+@pytest.mark.slow
 def test_hws_step_runs_the_lessons_mnist_model_and_rejects_others():
     r = hws.bench_hws_step(
         n=256, steps=2, warmup=0, model="small_cnn", device=torch.device("cpu"), repeats=1, budget_s=0.05

@@ -30,6 +30,7 @@ def test_loop_baseline_equals_per_sample_grad_norms(key):
         assert torch.allclose(loop, ours.to(loop.dtype), rtol=1e-4, atol=1e-7), method
 
 
+@pytest.mark.slow
 def test_bench_cli_runs_the_importance_sampling_sections_quickly(tmp_path, capsys):
     out = tmp_path / "is.json"
     rc = cli_main(

@@ -258,7 +258,7 @@ def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     assert "[failed] failing" in printed.err and "[failed] slow" in printed.err
     # the end of the output names each failed lesson, the line that failed and where to look (what `make course`
     # leaves on the screen above make's own "Error 1")
-    assert 'FAILED failing: raised: cell 2 (In [4]), line 1 `raise ValueError("deliberate' in printed.err
+    assert 'FAILED failing: raised: cell 2 (In [4]), line 1 (`raise ValueError("deliberate' in printed.err
     assert f"see {out / 'failing.log'}, {out / 'failing.ipynb'}" in printed.err
     assert "FAILED slow: timed out after 3 s in cell 1, line 3 (`time.sleep" in printed.err
     assert not (out / "minimal.ipynb").exists()  # --only: the other lesson did not run
@@ -505,6 +505,8 @@ def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
     changed = rerun(parameters={"x": 4})  # another parameter value: executed
     assert changed.status == "ok" and changed.records["y"] == 16
     assert rerun(parameters={"x": 4}).status == "cached"
+    syllabus.write_text(RESUME_SYLLABUS.replace("minutes: {smoke: 0.1}", "checks: {x: {kind: number}}"))
+    assert rerun(parameters={"x": 4}).status == "ok"  # the syllabus's checks (or defaults) of the lesson changed
     assert rerun(parameters={"x": 4}, preset="full").status == "ok"  # another preset
     source = tmp_path / "src" / "square.ipynb"
     nb = nbformat.read(str(source), as_version=4)

@@ -493,6 +493,11 @@ def test_invalid_parameters_stop_the_run_before_any_kernel_starts(tmp_path, caps
     assert main([*argv, "--sweep", "beta=1,0"]) == 2  # β = 0 is refused before β = 1 runs
     assert "Invalid parameter beta=0" in capsys.readouterr().err
     assert not out.exists()
+    # a device this machine lacks: refused for a run here, left to the workers of a Dask cluster
+    lesson = syllabus.lesson("02")
+    with pytest.raises(ValueError, match=r"Invalid parameter device='cuda:99'.*lesson 02_"):
+        course.check_lesson_parameters(lesson, "smoke", {"device": "cuda:99"})
+    course.check_lesson_parameters(lesson, "smoke", {"device": "cuda:99"}, device_here=False)
 
 
 def test_choices_known_only_at_run_time_are_checked_in_the_lesson():

@@ -78,6 +78,7 @@ def test_tabular_result_reads_as_an_experiment_result():
         run_also_tabular(dataset="iris")
 
 
+@pytest.mark.slow
 def test_transforms_result_pairs_every_method_on_one_pretrained_network():
     r = run_also_transforms(seeds=[0], epochs=1)
     _, names = robust_training_transforms()

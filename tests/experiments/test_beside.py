@@ -72,6 +72,7 @@ def test_bad_inputs_are_refused_clearly():
         is_illustration("hws")
 
 
+@pytest.mark.slow
 def test_train_arm_is_one_run_of_the_runner():
     """The same method, seed and setting through run_experiment (untuned, one trial) and train_arm: equal finals."""
     from dro_lab.experiments import EXPERIMENTS, run_experiment, train_arm

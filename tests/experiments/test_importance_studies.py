@@ -51,6 +51,7 @@ def _logistic_optimum(x, y):
     return res.x, res.fun
 
 
+@pytest.mark.slow
 def test_forgotten_weights_leave_the_optimum_and_the_weighted_runs_approach_it():
     study = forgotten_weights_study(epochs=15, seed=0)
     from dro_lab.experiments.importance_studies import _two_gaussians

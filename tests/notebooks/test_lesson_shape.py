@@ -90,6 +90,14 @@ def _exercise_problems(path: Path, nb) -> list[str]:
                 problems.append(f"exercise {key}: not followed by a cell tagged '{CHECK_TAG}'")
             elif f'check_exercise("{key}"' not in following.source:
                 problems.append(f'exercise {key}: its check cell does not call check_exercise("{key}", …)')
+    first = next((i for i, c in enumerate(nb.cells) if EXERCISE_TAG in _tags(c)), len(nb.cells))
+    after = [
+        i
+        for i, c in enumerate(nb.cells[first:], first)
+        if c.cell_type == "code" and not {EXERCISE_TAG, CHECK_TAG} & set(_tags(c))
+    ]
+    if after:  # the solutions run after the whole lesson (dro_lab.course.instructor): nothing may follow them
+        problems.append(f"cells {after}: code after the first exercise that is neither an exercise nor its check")
     wanted = 1 if path.stem.startswith("00") else 3
     if len(ids) < wanted:
         problems.append(f"{len(ids)} exercises (at least {wanted})")
@@ -138,6 +146,7 @@ def test_the_checker_finds_what_it_is_meant_to_find(tmp_path):
         "26 code lines (at most 25)",
         "defines ['helper']",
         "exercise 1: not followed by a cell tagged 'check'",
+        "cells [4]: code after the first exercise",
         "a solution in <details>",
         "1 exercises (at least 3)",
         "no solutions file",

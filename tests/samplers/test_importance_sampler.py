@@ -190,6 +190,7 @@ def test_uniform_scheme_weights_are_one():
     np.testing.assert_allclose(s.weights(idx).numpy(), 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exponent", [1.0, 0.0])
 def test_monte_carlo_weighted_batch_mean_is_unbiased_only_with_weights(exponent):
     """E[(1/b) Σ w_i g_i] = (1/N) Σ g_i for e = 1; for e = 0 it is Σ p_i g_i (the forgotten-weights bias)."""

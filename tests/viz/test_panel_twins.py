@@ -160,6 +160,7 @@ def test_bilinear_twin_is_the_builder_on_the_recomputed_paths():
         assert layout.title.text == fig.layout.title.text
 
 
+@pytest.mark.slow
 def test_attack_toy_twin_moves_the_points_by_pgd_and_not_at_all_at_eps_zero():
     import dro_lab
     from dro_lab.data import ArrayDataset

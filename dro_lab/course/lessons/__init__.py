@@ -6,35 +6,18 @@ every input the lesson's parameters allow, on any machine: where it compares two
 bound derived from a rounding model or a certificate; where it is random, a bound with a stated failure probability.
 A module is named for its lesson (``hardness_weighted_sampling`` for lesson 02), so it can move with the lesson.
 
-The float64 and float32 rounding model the bounds use (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002,
-§2.2 and §4.2): each operation is exact up to a relative error ``u`` (:data:`U64` = 2⁻⁵³, :data:`U32` = 2⁻²⁴); a sum
-of m terms, in whatever order a library adds them, is exact up to ``gamma(m − 1, u)·Σ|terms|``; ``exp``, ``expm1``,
-``log`` and ``log1p`` are allowed 4 ulp (``8u``). The first-order bounds are then multiplied by :data:`SAFETY` to cover
-the second-order terms they drop.
+The float64 and float32 rounding model the bounds use is ``dro_lab._rounding``'s (Higham, *Accuracy and Stability
+of Numerical Algorithms*, 2002, §2.2 and §4.2): each operation is exact up to a relative error ``u`` (2⁻⁵³, 2⁻²⁴); a
+sum of m terms, in whatever order a library adds them, is exact up to ``gamma(m − 1, u)·Σ|terms|``; ``exp``,
+``expm1``, ``log`` and ``log1p`` are allowed 4 ulp (``8u``). The first-order bounds are then multiplied by ``SAFETY``
+to cover the second-order terms they drop.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ..._validation import as_float_vector
-
-U64 = 2.0**-53  #: unit roundoff of float64
-U32 = 2.0**-24  #: unit roundoff of float32
-SAFETY = 2.0  #: factor on every first-order rounding bound (it covers the dropped second-order terms)
-
-
-def gamma(k: int, u: float = U64) -> float:
-    """``γ(k) = ku / (1 − ku)``: relative error of a sum of ``k + 1`` terms (any order), or of ``k`` operations."""
-    k = max(int(k), 0)
-    return k * u / (1.0 - k * u)
-
-
-def fn_error(u: float = U64) -> float:
-    """The relative error allowed to one ``exp``, ``expm1``, ``log`` or ``log1p``: 4 ulp, i.e. ``8u``."""
-    return 8.0 * u
+from ..._rounding import U64, fn_error, gamma
 
 
 class LessonCheckError(AssertionError):
@@ -97,21 +80,10 @@ def chernoff_level(p: float, n: int, budget: float) -> float:
     return hi
 
 
-def as_vector(values, name: str = "losses") -> np.ndarray:
-    """``values`` as a finite, non-empty 1-D float64 numpy array (tensors are detached and copied to the CPU)."""
-    return as_float_vector(values, name)
-
-
 __all__ = [
-    "SAFETY",
-    "U32",
-    "U64",
     "CheckResult",
     "LessonCheckError",
-    "as_vector",
     "chernoff_level",
-    "fn_error",
-    "gamma",
     "kl_bernoulli",
     "require",
     "share",

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ...._validation import check_int, check_number
+from ...._rounding import U32, U64, gamma
+from ...._validation import as_float_vector, check_int, check_number
 from ....samplers import simulate_history_ages
 from ....samplers.diagnostics import HistoryAges
-from .. import U32, U64, CheckResult, as_vector, chernoff_level, gamma, require
+from .. import CheckResult, chernoff_level, require
 from ._shared import DELTA, check_beta
 
 __all__ = ["check_staleness", "exercise2_tolerance"]
@@ -65,7 +66,7 @@ def check_staleness(
     over the snapshots and ages sets a(k). α is that of the draw itself: torch.multinomial keeps a float32 running sum
     (3·2⁻²⁴ per cell, and the sum's γ(n − 1)), so α is lowered by that much first.
     """
-    h = as_vector(history, "history")
+    h = as_float_vector(history, "history")
     beta = check_beta(beta)
     batch_size = check_int(batch_size, "batch_size")
     delta = check_number(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 
-from ...._validation import check_choice, check_int
+from ...._rounding import SAFETY, U32, U64, fn_error, gamma
+from ...._validation import as_float_vector, check_choice, check_int
 from ....oracles import (
     DualCertificate,
     dual_worst_case,
@@ -21,7 +22,7 @@ from ....oracles import (
 )
 from ....robust import robust_loss, worst_case_weights
 from ....samplers import HardnessWeightedSampler
-from .. import SAFETY, U32, U64, CheckResult, as_vector, fn_error, gamma, require, share, softmax_relative
+from .. import CheckResult, require, share, softmax_relative
 from ._shared import DIVERGENCES, NAMES, check_beta
 
 __all__ = [
@@ -103,7 +104,7 @@ def check_robust_loss(losses, *, betas, limit_betas=(1e-7, 1e5), grid=None) -> R
     :math:`\max\ell-\log(n)/\beta\le R_\beta\le\max\ell` hold up to rounding, so R tends to the mean (eq. 11) and to
     the max (eq. 12); and R never decreases along the grid by more than rounding.
     """
-    ell = as_vector(losses)
+    ell = as_float_vector(losses, "losses")
     betas = tuple(sorted({check_beta(b) for b in betas}))
     limit_betas = tuple(check_beta(b) for b in limit_betas)
     if len(limit_betas) != 2:
@@ -214,7 +215,7 @@ def check_worst_case(losses, *, divergence: str, beta: float) -> WorstCaseCheck:
     :math:`\|q-q^\star\|_1\le\sqrt{2\beta(R-F(q))}`; χ², :math:`\|q-q^\star\|_2\le\sqrt{\beta\max_ip_i(R-F(q))}`.
     SciPy's SLSQP is shown beside, never asserted.
     """
-    ell = as_vector(losses)
+    ell = as_float_vector(losses, "losses")
     divergence = check_choice(divergence, "divergence", DIVERGENCES)
     beta = check_beta(beta)
     n, big = ell.size, float(np.abs(ell).max())
@@ -278,7 +279,7 @@ def check_sampler_probabilities(history, *, beta: float) -> SamplerCheck:
     :math:`e^{2\delta}-1`, and the exps, the sum (γ(n − 1)) and the division add theirs. Below float32's smallest
     normal number, :math:`2^{-126}`, only an absolute error survives: the floor.
     """
-    h = as_vector(history, "history")
+    h = as_float_vector(history, "history")
     beta = check_beta(beta)
     n, big = h.size, float(np.abs(h).max())
     sampler = HardnessWeightedSampler(
@@ -334,7 +335,7 @@ def check_eq21(losses) -> Eq21Check:
     sum to 1 and reach the maximum at both (:func:`check_worst_case`). Equal losses: nothing ever clips; said, not
     asserted.
     """
-    ell = as_vector(losses)
+    ell = as_float_vector(losses, "losses")
     n, big, spread = ell.size, float(np.abs(ell).max()), float(ell.max() - ell.min())
     threshold = fidon_eq21_threshold(ell)
     if math.isinf(threshold):
@@ -401,7 +402,7 @@ def check_sampler_chi2(history, *, beta: float) -> SamplerChi2Check:
     """§3.6: the χ² sampler's probabilities are a distribution. They are computed in float64 (a sum of n terms and a
     division: within γ(n − 1) + u of summing to 1) and rounded once to float32 (2⁻²⁴ each, samplers/hardness.py);
     their sum is taken exactly (``math.fsum``)."""
-    h = as_vector(history, "history")
+    h = as_float_vector(history, "history")
     beta = check_beta(beta)
     n = h.size
     sampler = HardnessWeightedSampler(
