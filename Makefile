@@ -40,12 +40,12 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 env: $(STAMP)
 
 course: env
-	$(BIN)/dro-lab course run --preset $(PRESET) --jobs $(JOBS) --out $(OUT)
+	$(BIN)/dro-course run --preset $(PRESET) --jobs $(JOBS) --out $(OUT)
 
 # The lessons run once, first, on every core (--force: this run's code, nothing reused); the suite reads that run
 # (tests/conftest.py, executed_course). A lesson that fails there is reported by tests/course/test_lessons.py.
 test: env
-	-$(BIN)/dro-lab course run --preset smoke --jobs $(TEST_JOBS) --force --out build/test-course
+	-$(BIN)/dro-course run --preset smoke --jobs $(TEST_JOBS) --force --out build/test-course
 	DRO_LAB_TEST_COURSE=build/test-course DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook \
 		$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not freshenv" $(PYTEST_ARGS)
 
@@ -56,8 +56,8 @@ test-env: env
 	$(BIN)/python -m pytest -m freshenv $(PYTEST_ARGS)
 
 lint: env
-	$(BIN)/ruff check dro_lab tests course/solutions
-	$(BIN)/ruff format --check dro_lab tests course/solutions
+	$(BIN)/ruff check dro_lab course tests setup.py
+	$(BIN)/ruff format --check dro_lab course tests setup.py
 	$(BIN)/lint-imports
 
 lab: env

@@ -1,7 +1,6 @@
 """dro_lab — distributionally robust optimisation and importance sampling for deep learning.
 
-The library behind the dro_lab course. Everything a practitioner needs is importable from the
-top level::
+Everything a practitioner needs is importable from the top level::
 
     import dro_lab
     q = dro_lab.worst_case_weights(losses, divergence="kl", beta=10.0)
@@ -9,14 +8,17 @@ top level::
 
 Names load lazily (PEP 562): ``import dro_lab`` is instant and the ``dro-lab`` command does not
 pay for torch until it needs it. Importing ``dro_lab`` never imports plotly or ipywidgets;
-``dro_lab.viz`` and ``dro_lab.widgets`` do, when you import them.
+``dro_course.figures`` and ``dro_course.panels`` do, when you import them.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from ._moved import install_finder
+
+__version__ = "0.2.0"
+install_finder()  # an import of a path that moved to the course package fails with one line naming its new home
 
 # public name -> the submodule that defines it (a dotted path below dro_lab)
 _EXPORTS = {

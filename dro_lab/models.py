@@ -6,7 +6,7 @@ Every model here
   ``F.cross_entropy(logits, y, reduction="none")`` for per-sample losses);
 * exposes ``penultimate(x)``, the features ``h`` fed to the last layer, and ``.classifier``,
   that last :class:`torch.nn.Linear` (so ``model(x) == model.classifier(model.penultimate(x))``).
-  Lessons use them for feature-space pictures and for the last-layer gradient bound
+  They serve for feature-space pictures and for the last-layer gradient bound
   :math:`\\|\\nabla_W \\ell\\| = \\|\\mathrm{softmax}(z) - e_y\\|\\,\\|h\\|` (importance sampling);
 * creates no tensor on a fixed device: move it with ``model.to(device)``.
 
@@ -166,8 +166,8 @@ class DigitsCNN(_Classifier):
     Linear(2w·(s/2)² → hidden) → ReLU → Linear(hidden → num_classes)``, no BatchNorm (so
     per-sample gradients with ``torch.func`` need no special care). With the defaults
     (``w=8``, ``hidden=32``, ``s=8``) this is the digits stand-in for DONE's ResNet-18 (Sow et al.,
-    2024, §4.1); it also serves the hardness-weighted-sampling digits lesson, ALSO's "small CNN"
-    (Feoktistov et al., 2025, §6.3) and the label-smoothing (GI-LS) lesson, whose small / medium / large
+    2024, §4.1); it also serves the hardness-weighted-sampling digits experiment, ALSO's "small CNN"
+    (Feoktistov et al., 2025, §6.3) and the label-smoothing (GI-LS) experiment, whose small / medium / large
     nets are ``width`` 8 / 16 / 32.
 
     Args:
@@ -215,7 +215,7 @@ class SmallCNN(_Classifier):
     ends with log-softmax; here the output is logits (use cross-entropy, which is the same loss).
     On the offline stand-in use ``load_digits(size=28)``: the 5×5 convolutions cannot run on raw
     8×8 images. Also a reasonable "small CNN" for the subsampled-MNIST analogues of the other
-    lessons.
+    papers' experiments.
 
     Args:
         num_classes: Number of classes.

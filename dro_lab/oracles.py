@@ -2,7 +2,7 @@ r"""Independent oracles for the worst-case weights: the papers' formulas as prin
 
 The library's solver (:func:`dro_lab.worst_case_weights`) is the exact maximiser of each inner
 problem. The functions here are *not* that solver: they write a paper's closed form out exactly as
-printed, so a lesson or a test can put the printed formula beside the exact answer and show where
+printed, so a notebook or a test can put the printed formula beside the exact answer and show where
 the two agree and where the paper is wrong.
 
 * :func:`fidon_eq21_weights` — Fidon, Ourselin & Vercauteren (2020), §3.1, Example 3.1, eq. (21):

@@ -14,7 +14,7 @@ The lessons run **once per test session**: :func:`executed_course` runs the whol
 website and its executed instructor copies) the first time a test asks for it and hands every later test the same
 folder. Under pytest-xdist the workers share it through a file lock in pytest's shared temporary folder: the first
 worker runs the course, the others wait for it and read its ``summary.json``. ``DRO_LAB_TEST_COURSE=<folder>``
-names a folder that a course run has filled (``dro-lab course run --preset smoke --out <folder>``): the tests read
+names a folder that a course run has filled (``dro-course run --preset smoke --out <folder>``): the tests read
 it as that run left it and run nothing (a lesson that failed there fails its test; it is not run again); an empty
 or new folder is filled first. ``make test`` runs the course into ``build/test-course`` first, on every core, and
 points the suite at it, so that no xdist worker waits with a core idle while another runs the lessons
@@ -80,7 +80,7 @@ def _shared_folder(tmp_path_factory) -> Path:
 
 
 def _run_course_once(out: Path) -> None:
-    from dro_lab.course import run_course
+    from dro_course import run_course
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     jobs = max(1, (os.cpu_count() or 1) // workers)  # the other workers go on with their tests meanwhile

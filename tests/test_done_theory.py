@@ -1,5 +1,6 @@
-"""DONE's theory checks (dro_lab.attacks.done_theory) against independent oracles: closed forms on a linear model,
-central finite differences, brute-force enumeration of every minibatch, a plain float64 recursion, coordinate loops."""
+"""DONE's theory checks (dro_course.lessons.adversarial_done.theory) against independent oracles: closed forms on a
+linear model, central finite differences, brute-force enumeration of every minibatch, a plain float64 recursion,
+coordinate loops."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 from scipy.special import logsumexp, softmax, xlogy
 
-from dro_lab.attacks.done_theory import (
+from dro_course.lessons.adversarial_done.theory import (
     done_objective,
     implicit_term_size,
     input_curvature,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import dro_lab
+from dro_course._files import write_text_atomic
 from dro_lab import _files
 from dro_lab._files import RecordError, atomic_write, atomic_write_bytes, atomic_write_text, read_json_record
-from dro_lab.course._files import write_text_atomic
 
 
 class Killed(Exception):

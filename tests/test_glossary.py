@@ -5,8 +5,8 @@ were not updated:
 
 1. every Greek letter (LaTeX ``\\beta`` or Unicode β) in any notebook's Markdown is in the glossary;
 2. every lesson of course/syllabus.yaml is in the glossary's lesson columns or the instructor guide's lesson map;
-3. every widget label (``description=``) in dro_lab/widgets/ is in the glossary, verbatim;
-4. every ``dro-lab course run`` option the instructor guide names exists in ``dro_lab.cli.build_parser()``;
+3. every widget label (``description=``) in course/panels/ is in the glossary, verbatim;
+4. every ``dro-course run`` option the instructor guide names exists in ``dro_course.cli.build_parser()``;
 5. every notebook parameter the glossary names (its "parameter" columns) exists in some lesson's parameters cell.
 
 Notebooks are globbed (notebooks/*.ipynb), so a new lesson is covered without editing this file.
@@ -25,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "course" / "glossary.md"
 GUIDE = ROOT / "course" / "instructor_guide.md"
-WIDGETS = ROOT / "dro_lab" / "widgets"  # a package (one module per panel); widgets.py before the move
+#: the panels: the shared ones and those a lesson keeps in its own package
+PANEL_SOURCES = [*(ROOT / "course" / "panels").glob("*.py"), *(ROOT / "course" / "lessons").glob("*/panels.py")]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 #: LaTeX command -> the Unicode letter it prints (variants map to the plain letter).
@@ -159,7 +160,7 @@ def test_every_greek_letter_of_the_lessons_is_in_the_glossary(notebook):
 
 
 def test_every_lesson_is_in_the_glossary_or_the_lesson_map():
-    from dro_lab.course import load_syllabus
+    from dro_course import load_syllabus
 
     syllabus = load_syllabus(ROOT / "course" / "syllabus.yaml", check_notebooks=False)
     lesson_map = _section(_read(GUIDE), "Lesson map")
@@ -178,7 +179,7 @@ def test_every_lesson_is_in_the_glossary_or_the_lesson_map():
 
 def _widget_labels() -> set[str]:
     labels: set[str] = set()
-    sources = sorted(WIDGETS.glob("*.py")) if WIDGETS.is_dir() else [WIDGETS.with_suffix(".py")]
+    sources = sorted(PANEL_SOURCES)
     nodes = [node for path in sources for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
     for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -201,30 +202,30 @@ def _widget_labels() -> set[str]:
 
 def test_every_widget_label_is_in_the_glossary():
     labels = _widget_labels()
-    assert labels, "found no description= labels in dro_lab/widgets/"
+    assert labels, "found no description= labels in course/panels/"
     glossary = _read(GLOSSARY)
     missing = sorted(label for label in labels if label not in glossary)
     assert not missing, f"widget labels not in course/glossary.md (verbatim, in a 'widget' column): {missing}"
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    from dro_lab.cli import build_parser
+    from dro_course.cli import build_parser
 
     def sub(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction) and name in action.choices:
                 return action.choices[name]
-        raise AssertionError(f"dro-lab has no {name!r} subcommand")
+        raise AssertionError(f"dro-course has no {name!r} subcommand")
 
-    return sub(sub(build_parser(), "course"), "run")
+    return sub(build_parser(), "run")
 
 
 def _guide_options(text: str) -> set[str]:
-    """Options of ``dro-lab course run`` in the guide: on command lines, and in inline code that starts with -."""
+    """Options of ``dro-course run`` in the guide: on command lines, and in inline code that starts with -."""
     fragments = []
     for line in text.splitlines():
-        if "dro-lab course run" in line:
-            fragments.append(line.split("dro-lab course run", 1)[1].split(" #")[0].split("`")[0])
+        if "dro-course run" in line:
+            fragments.append(line.split("dro-course run", 1)[1].split(" #")[0].split("`")[0])
     fragments += [span for span in re.findall(r"`([^`\n]+)`", text) if span.lstrip().startswith("-")]
     options = set()
     for fragment in fragments:
@@ -233,13 +234,12 @@ def _guide_options(text: str) -> set[str]:
 
 
 def test_every_cli_option_in_the_instructor_guide_exists():
-    # --sweep, --force (and --resume) are being added to dro_lab.cli; until they land this test fails on purpose.
     guide_options = _guide_options(_read(GUIDE))
     assert {"--preset", "--out", "--only", "-p"} <= guide_options, "the guide's command lines were not found"
     known = set(_run_parser()._option_string_actions)
     missing = sorted(guide_options - known)
     assert not missing, (
-        f"course/instructor_guide.md names `dro-lab course run` options that dro_lab.cli does not have: {missing} "
+        f"course/instructor_guide.md names `dro-course run` options that dro_course.cli does not have: {missing} "
         f"(it has {sorted(known)})"
     )
 

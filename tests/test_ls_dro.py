@@ -1,5 +1,6 @@
-"""The DRO-LS model on a linear head (dro_lab.attacks.ls_dro), against independent oracles: SciPy's BFGS on the
-penalised objective, autograd, the closed forms of the linearised problem and brute-force eigenvalues."""
+"""The DRO-LS model on a linear head (dro_course.lessons.label_smoothing_dro.ls_dro), against independent oracles:
+SciPy's BFGS on the penalised objective, autograd, the closed forms of the linearised problem and brute-force
+eigenvalues."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ import torch
 import torch.nn.functional as F
 from scipy.optimize import minimize
 
-from dro_lab import MLP, gils_shift
-from dro_lab.attacks.ls_dro import (
+from dro_course.lessons.label_smoothing_dro.ls_dro import (
     concavity_threshold,
     feature_ascent,
     feature_gradient,
@@ -22,6 +22,7 @@ from dro_lab.attacks.ls_dro import (
     shift_bound,
     true_class_margin,
 )
+from dro_lab import MLP, gils_shift
 
 
 def _toy(seed=0, n=12, t=3, k=4):

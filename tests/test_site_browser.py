@@ -28,7 +28,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
-from dro_lab.course import load_syllabus  # noqa: E402
+from dro_course import load_syllabus  # noqa: E402
 
 SYLLABUS = load_syllabus(REPO / "course" / "syllabus.yaml")
 LESSONS = [lesson.notebook.stem for lesson in SYLLABUS.lessons]

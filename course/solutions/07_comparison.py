@@ -10,7 +10,8 @@ import numpy as np
 from IPython.display import Markdown, display
 from scipy import stats
 
-from dro_lab.experiments import ComparisonReport, MethodSpec, run_comparison
+from dro_course.lessons.comparison.report import ComparisonReport
+from dro_lab.experiments import MethodSpec, run_comparison
 
 # Stand-ins for the lesson's set-up values, so that this file reads (and lints) on its own; the instructor copy
 # runs each section in the lesson, with the lesson's own values.
@@ -45,7 +46,6 @@ print("first two seeds:", stats.t.ppf(0.975, 1), "standard errors on each side")
 # %% exercise 3
 ohem = MethodSpec(
     "OHEM",
-    "02_hardness_weighted_sampling",
     "keep",
     "online hard example mining: the hardest `keep` fraction of each batch makes the loss",
     "OHEMStrategy",

@@ -5,10 +5,8 @@
 * :mod:`~dro_lab.attacks.evaluation` — :func:`robust_accuracy_report` (PGD, FGSM, APGD, an AutoAttack-style
   cascade through torchattacks);
 * :mod:`~dro_lab.attacks.implicit` — DONE's implicit term through the log-barrier attack;
-* :mod:`~dro_lab.attacks.done_theory` — DONE's derivation measured on a model (the KL objective of eq. 5, the
-  Jensen bias of eq. 6, CID's running average, the implicit term's size, the input curvature), for lesson 05;
 * :mod:`~dro_lab.attacks.transformed` — :func:`transform_accuracies`, a model's accuracy under each of several
-  input transformations (the ALSO paper's robust-training criterion, lesson 04);
+  input transformations (the ALSO paper's robust-training criterion);
 * :mod:`~dro_lab.attacks.feature_shift` — GI-LS's shift in feature space, :func:`gils_shift_report` (how far a
   shift moves the inputs and how many keep their label) and the γ for a target radius.
 """

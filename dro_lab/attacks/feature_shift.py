@@ -60,7 +60,7 @@ def gils_shift(
     own norm. The paper searched η ∈ [1.5, 3.0] (§4.2) for ImageNet-pretrained ResNet18/34/50; it does not state
     its input size or normalisation, but such backbones take ImageNet-normalised images of about 224×224×3,
     whose norm is about 390, against about 3.9 for an 8×8 digit in [0, 1] (12 at 28×28). Carried over to those
-    small images and networks trained from scratch, η = 2 moves an image by 30–40 % of its norm (lesson 06's
+    small images and networks trained from scratch, η = 2 moves an image by 30–40 % of its norm (the GI-LS
     digits protocol, T = 5–10) and a cross-entropy model classifies 0–3 % of the shifted defect images as their
     label: GI-LS then trains on label noise. On inputs in [0, 1] use η of order 10⁻² (:class:`GILSStrategy`'s
     default is 0.02) and check a setting with :func:`gils_shift_report`.

@@ -1,6 +1,6 @@
 """``gils-T``: GI-LS seconds per epoch against its number of ascent steps T, and plain label smoothing.
 
-Lesson 06's set-up (``DigitsCNN``, 208 synthetic 1×8×8 images, batch 32) trained through :func:`dro_lab.fit`.
+The GI-LS digits set-up (``DigitsCNN``, 208 synthetic 1×8×8 images, batch 32) trained through :func:`dro_lab.fit`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def bench_gils_epoch(
 ) -> dict:
     """Seconds per training epoch of GI-LS against its number of ascent steps T (and plain LS).
 
-    Lesson 06's set-up: :class:`~dro_lab.models.DigitsCNN` on ``n`` synthetic 1×8×8 images in [0, 1] (the
+    The GI-LS digits set-up: :class:`~dro_lab.models.DigitsCNN` on ``n`` synthetic 1×8×8 images in [0, 1] (the
     MT-Defect training size), 5 classes, batch ``batch_size``, SGD through :func:`dro_lab.fit`, α = 0.3,
     γ = 10⁻³, η = 2 (the cost of a step does not depend on η); the median over ``epochs`` epochs after one warm-up
     epoch. Per drawn batch GI-LS runs T ascent steps, then two SGD steps (generated batch, original batch) for

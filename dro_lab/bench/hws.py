@@ -1,7 +1,7 @@
 """``hws-step`` and ``hws-draw``: the cost of hardness-weighted sampling (Fidon et al.) next to plain SGD.
 
-* ``hws-step`` — the training-step overhead: the same model (``DigitsCNN(image_size=28)``, lesson
-  02's model class; ``--hws-model small_cnn`` for the model lesson 02 trains on MNIST), data
+* ``hws-step`` — the training-step overhead: the same model (``DigitsCNN(image_size=28)``, the
+  HWS experiment's model class; ``--hws-model small_cnn`` for the model of its gpu preset), data
   (n = 60 000 synthetic 1×28×28 images in memory), batch (128), SGD and device, stepped with uniform
   batches (slices of a ``randperm``) and with :class:`~dro_lab.HardnessWeightedSampler` in its DRO
   phase (``draw="multinomial"``, what ``"auto"`` takes at this n: draw from q, gather,
@@ -256,8 +256,8 @@ def bench_hws_step(
 ) -> dict:
     """Median time of a training step with uniform batches and with hardness-weighted sampling.
 
-    Both modes step one model for 1×28×28 inputs (``model``: ``"digits_cnn"``, lesson 02's model
-    class, or ``"small_cnn"``, the model lesson 02 trains on MNIST) with SGD (lr 0.01, no momentum:
+    Both modes step one model for 1×28×28 inputs (``model``: ``"digits_cnn"``, the HWS experiment's
+    model class, or ``"small_cnn"``, the model of its gpu preset) with SGD (lr 0.01, no momentum:
     the paper's optimiser) on the same in-memory synthetic data, on ``device``, alternating (blocks of
     ``block`` steps, default 1, in ABBA order) so that drifts of a shared machine hit both alike.
     ``ratio`` is the ratio of the two medians; ``paired_ratio`` the median of the ratios of

@@ -2,7 +2,7 @@
 
 :func:`dro_lab.per_sample_grad_norms` (methods ghost and vmap) against an ordinary forward +
 backward of the mean loss and against a per-sample loop (:func:`loop_grad_norms`, one
-``autograd.grad`` per example, this benchmark's own baseline), for the importance-sampling lesson's
+``autograd.grad`` per example, this benchmark's own baseline), for the importance-sampling experiment's
 ``SmallCNN`` (2 classes, 1×28×28) and ``DigitsCNN(image_size=28)``, b = 5, 32, 128, 512 (the loop up
 to 128 or while it stays under 2 s). Issue 9's target (noted, not asserted): ghost ≤ 3× a backward
 at b = 128.
@@ -20,7 +20,7 @@ from ..models import DigitsCNN, SmallCNN
 from ..pergrad.ghost import per_sample_grad_norms
 from .timing import fmt_t, paired_ratio, paired_times, quartiles
 
-#: pergrad models: key -> label. SmallCNN with 2 classes is the importance-sampling lesson's model.
+#: pergrad models: key -> label. SmallCNN with 2 classes is the importance-sampling experiment's model.
 PERGRAD_MODELS = {"small_cnn": "SmallCNN(2 classes)", "digits_cnn": "DigitsCNN(image_size=28)"}
 
 

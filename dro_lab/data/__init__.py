@@ -25,7 +25,7 @@ Modules:
 * :mod:`~dro_lab.data.fashion` — Fashion-MNIST offline from Debian's ``dataset-fashion-mnist`` package
   (:func:`load_fashion_mnist`, :data:`FASHION_MNIST_CLASSES`), read with gzip and NumPy;
 * :mod:`~dro_lab.data.groups` — imbalance (:func:`make_imbalanced`), groups and counts;
-* :mod:`~dro_lab.data.defects` — the GI-LS lesson's defect sets;
+* :mod:`~dro_lab.data.defects` — offline analogues of the GI-LS paper's defect sets;
 * :mod:`~dro_lab.data.transforms` — batch transformations (Mixup, CutMix, Cutout).
 
 scikit-learn and torchvision are imported inside the functions that need them, so

@@ -173,7 +173,7 @@ def make_minority_blobs(
     full-batch Adam reaches 0.95 / 0.96 / 0.51. Up-weighting the minority group moves the boundary
     towards :math:`x_1 = 0`: with group-balanced weights, logistic regression gets 0.85 on the
     majority and 0.83 on the minority. Up-weighting the hard, high-loss *examples* does not (the
-    classes overlap, so the hardest points are noise in both groups): lesson 01 measures this. Labels are exactly
+    classes overlap, so the hardest points are noise in both groups). Labels are exactly
     balanced inside each group.
 
     The test set follows the same construction with ``test_minority_fraction`` (default 0.5), so

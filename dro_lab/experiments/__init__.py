@@ -4,22 +4,19 @@
   ``"also"``, ``"done"``, ``"gils"``) run with one fair protocol (:mod:`~dro_lab.experiments.protocol`: the same
   tuning budget for every arm on a validation split, paired seeds, :func:`judge`), returning an
   :class:`ExperimentResult` that saves to and loads from JSON;
-* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`: one per paper lesson,
+* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`: one per paper's experiment,
   Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run (:func:`beside_reference`);
   :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
-  :func:`summarise`, :func:`pareto_front`; :mod:`~dro_lab.experiments.comparison_report` — its read-out,
-  :class:`ComparisonReport` (table and what held, an illustration without verdicts on the smoke preset);
+  :func:`summarise`, :func:`pareto_front`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held
   (:func:`judge_seeds` when a seed is missing or diverged: it is set aside and named, never dropped silently);
 * :mod:`~dro_lab.experiments.tuning` — :func:`tune`, Bayesian optimisation with optuna.
-* :mod:`~dro_lab.experiments.toys` — :func:`run_minority_toy`, lesson 01's 2-D minority toy (an illustration,
-  not a paper's experiment).
 """
 
 from __future__ import annotations
 
-from .beside import beside_reference, is_illustration
+from .._moved import moved_attribute
 from .comparison import (
     FAMILIES,
     METHODS,
@@ -31,7 +28,6 @@ from .comparison import (
     run_comparison,
     summarise,
 )
-from .comparison_report import ComparisonReport, comparison_methods, is_illustration_run, methods_markdown
 from .papers import EXPERIMENTS
 from .protocol import Arm, Claim, Experiment, Splits
 from .reference import (
@@ -47,7 +43,6 @@ from .reference import (
 from .result import ExperimentResult
 from .runner import available_experiments, parse_seeds, run_experiment, train_arm
 from .summary import summarize_runs
-from .toys import TOY_METHODS, MinorityToy, run_minority_toy, toy_strategy
 from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
 from .verdict import VERDICTS, Verdict, combine, judge, judge_band, judge_seeds, mean_sd_text, pair_seeds
 
@@ -67,18 +62,12 @@ __all__ = [
     "bundle_reference",
     "load_reference",
     "regenerate_reference",
-    "beside_reference",
-    "is_illustration",
     "parse_seeds",
     "run_experiment",
     "train_arm",
     "FAMILIES",
     "METHODS",
     "MethodSpec",
-    "ComparisonReport",
-    "comparison_methods",
-    "is_illustration_run",
-    "methods_markdown",
     "available_methods",
     "make_benchmark",
     "paired_differences",
@@ -86,10 +75,6 @@ __all__ = [
     "run_comparison",
     "summarise",
     "summarize_runs",
-    "TOY_METHODS",
-    "MinorityToy",
-    "run_minority_toy",
-    "toy_strategy",
     "GILS_SEARCH_SPACE",
     "best_at_bounds",
     "tune",
@@ -102,3 +87,7 @@ __all__ = [
     "mean_sd_text",
     "pair_seeds",
 ]
+
+
+def __getattr__(name: str):  # a name that moved to the course package fails with its new home
+    return moved_attribute(__name__, name)

@@ -1,6 +1,6 @@
-"""Every method of the course on one benchmark: a method registry and a runner (lesson 07).
+"""Every method of the course on one benchmark: a method registry and a runner.
 
-The capstone lesson compares one method per course idea on the same data, the same model, the same
+The every-method comparison runs one method per course idea on the same data, the same model, the same
 optimizer, the same seeds and the same thread count, through the one training engine
 :func:`dro_lab.fit`::
 
@@ -8,15 +8,15 @@ optimizer, the same seeds and the same thread count, through the one training en
     table = summarise(rows)                 # mean ± sd over seeds, per method
     front = pareto_front(table)             # methods no other method beats on both accuracies
 
-* :data:`METHODS` — an ordered mapping ``name -> MethodSpec`` (the lesson it comes from, the paper's symbol
+* :data:`METHODS` — an ordered mapping ``name -> MethodSpec`` (its family, the paper's symbol
   for its knob, a one-line description, and how to build its :class:`dro_lab.train.Strategy`).
 * :func:`make_benchmark` — imbalanced digits with groups: scikit-learn's 8×8 digits, a stratified split,
   the ``minority_classes`` subsampled in the training set only (the test set keeps every class at its
   natural ≈ 10 %), and group ids (minority / majority, or the classes).
 * :func:`run_comparison` — one row per method × seed: average and worst-group test accuracy and the
   wall time per training epoch (evaluation excluded).
-* :func:`summarise`, :func:`pareto_front`, :func:`paired_differences` — the numbers the lesson's figure,
-  table and verdicts are computed from.
+* :func:`summarise`, :func:`pareto_front`, :func:`paired_differences` — the numbers the comparison's
+  figure, table and verdicts are computed from.
 
 Symbols, as in the course glossary: β the KL inverse temperature (KL-DRO, HWS; ALSO's τ = 1/β), r DONE's
 KL temperature, and four different α's — the CVaR level, the importance-sampling uniform mixing, ALSO's
@@ -72,7 +72,6 @@ class MethodSpec:
 
     Attributes:
         name: the display name (the key in :data:`METHODS`).
-        lesson: the course lesson it comes from (``"04_group_dro_also"`` …).
         symbol: the knob :func:`run_comparison` passes to it, in the paper's symbols (``"β"``,
             ``"α (CVaR level)"``, ``"r"`` …), or ``"—"`` for none.
         description: one line on what it does.
@@ -86,7 +85,6 @@ class MethodSpec:
     """
 
     name: str
-    lesson: str
     symbol: str
     description: str
     strategy: str
@@ -95,7 +93,7 @@ class MethodSpec:
     family: str = "baseline"
 
     def __post_init__(self):
-        for field in ("name", "lesson", "symbol", "description", "strategy"):
+        for field in ("name", "symbol", "description", "strategy"):
             if not isinstance(getattr(self, field), str):
                 raise TypeError(f"MethodSpec.{field} must be a str, got {type(getattr(self, field)).__name__}")
         if not self.name:
@@ -118,10 +116,9 @@ class MethodSpec:
 
 
 _SPECS = [
-    MethodSpec("ERM", "01_dro_foundations", "—", "uniform batches, mean loss (β = 0 of every DRO method)", "ERM"),
+    MethodSpec("ERM", "—", "uniform batches, mean loss (β = 0 of every DRO method)", "ERM"),
     MethodSpec(
         "Static weights",
-        "04_group_dro_also",
         "—",
         "uniform batches, each loss weighted by its inverse class frequency (ALSO's frozen-π baseline)",
         "StaticWeightsStrategy",
@@ -129,7 +126,6 @@ _SPECS = [
     ),
     MethodSpec(
         "Upsampling",
-        "04_group_dro_also",
         "—",
         "examples drawn with probability ∝ 1/N_class, mean loss",
         "UpsamplingStrategy",
@@ -137,7 +133,6 @@ _SPECS = [
     ),
     MethodSpec(
         "KL-DRO",
-        "01_dro_foundations",
         "β",
         "each batch's losses reduced by (1/β)·log mean exp(β·ℓ): weights ∝ e^{βℓ}",
         "RobustLossStrategy",
@@ -146,7 +141,6 @@ _SPECS = [
     ),
     MethodSpec(
         "CVaR",
-        "01_dro_foundations",
         "α (CVaR level)",
         "the mean of the worst α-fraction of each batch's losses",
         "RobustLossStrategy",
@@ -155,7 +149,6 @@ _SPECS = [
     ),
     MethodSpec(
         "HWS",
-        "02_hardness_weighted_sampling",
         "β",
         "hardness-weighted sampling: indices drawn from q ∝ e^{β·ℓ} over a loss history, mean loss",
         "HardnessWeightedStrategy",
@@ -164,7 +157,6 @@ _SPECS = [
     ),
     MethodSpec(
         "IS (grad norm)",
-        "03_importance_sampling",
         "α (uniform mixing)",
         "importance sampling p = (1−α)·u + α·p^GN by per-sample gradient norms, weights 1/(N·p)",
         "ImportanceSamplingStrategy",
@@ -173,7 +165,6 @@ _SPECS = [
     ),
     MethodSpec(
         "Online group DRO",
-        "04_group_dro_also",
         "η (step size)",
         "Sagawa et al.: exponentiated-gradient ascent on group weights, mean loss per group",
         "OnlineGroupDROStrategy",
@@ -182,7 +173,6 @@ _SPECS = [
     ),
     MethodSpec(
         "ALSO",
-        "04_group_dro_also",
         "τ = 1/β, α (optimism)",
         "ALSO optimizer: optimistic Adam on θ, KL-prox steps on group weights π (class-balanced prior)",
         "GroupDROStrategy",
@@ -198,7 +188,6 @@ _SPECS = [
     ),
     MethodSpec(
         "AT",
-        "05_adversarial_done",
         "ε",
         "Madry's adversarial training: every batch replaced by its PGD examples",
         "AdversarialTrainingStrategy",
@@ -206,7 +195,6 @@ _SPECS = [
     ),
     MethodSpec(
         "DONE",
-        "05_adversarial_done",
         "r",
         "doubly robust AT: PGD examples and KL-DRO instance weights ω ∝ e^{ℓ/r}",
         "DONEStrategy",
@@ -215,7 +203,6 @@ _SPECS = [
     ),
     MethodSpec(
         "LS",
-        "06_label_smoothing_dro",
         "α (label smoothing)",
         "label smoothing: true class 1 − α, others α/(k−1)",
         "LabelSmoothingStrategy",
@@ -223,7 +210,6 @@ _SPECS = [
     ),
     MethodSpec(
         "GI-LS",
-        "06_label_smoothing_dro",
         "α (label smoothing), γ",
         "LS on feature-space worst-case shifts (T ascent steps), then on the batch (two steps)",
         "GILSStrategy",
@@ -425,7 +411,7 @@ def run_comparison(
     Returns:
         A list of dicts with ``method``, ``seed``, ``avg_acc``, ``worst_group_acc``, ``worst_class_acc``,
         ``per_group_acc``, ``seconds_per_epoch`` (mean wall time of the training epochs, evaluation
-        excluded), ``epochs``, ``lesson``, ``symbol``, ``knob``, ``strategy`` (the strategy's own name) and
+        excluded), ``epochs``, ``family``, ``symbol``, ``knob``, ``strategy`` (the strategy's own name) and
         ``family`` (:attr:`MethodSpec.family`).
 
     Raises:
@@ -578,11 +564,10 @@ def _run_one(spec: MethodSpec, knobs: Mapping, train, test, seed: int, hidden: t
         "seconds_per_epoch": float(np.mean(hist["seconds"])),
         "seconds_total": wall,
         "epochs": budget["epochs"],
-        "lesson": spec.lesson,
+        "family": spec.family,
         "symbol": spec.symbol,
         "knob": spec.knob(knobs),
         "strategy": hist.strategy,
-        "family": spec.family,
         "device": str(budget["device"]),
     }
 
@@ -614,7 +599,7 @@ def summarise(rows, *, reference: str = "ERM") -> list[dict]:
 
     Keys: ``method``, ``n_seeds``, ``avg_acc`` / ``avg_acc_sd``, ``worst_group_acc`` / ``worst_group_acc_sd``,
     ``seconds_per_epoch`` / ``seconds_per_epoch_sd``, ``cost_vs_reference`` (mean seconds per epoch divided by
-    the ``reference`` method's; ``nan`` when it was not run), ``lesson``, ``symbol``, ``knob``. With one seed
+    the ``reference`` method's; ``nan`` when it was not run), ``family``, ``symbol``, ``knob``. With one seed
     every ``_sd`` is 0.
     """
     rows = _check_rows(rows)
@@ -630,7 +615,7 @@ def summarise(rows, *, reference: str = "ERM") -> list[dict]:
         for key in ("avg_acc", "worst_group_acc", "seconds_per_epoch"):
             entry[key], entry[f"{key}_sd"] = _mean_sd([float(r[key]) for r in rs])
         entry["cost_vs_reference"] = entry["seconds_per_epoch"] / ref_sec if ref_sec > 0 else math.nan
-        for key in ("lesson", "symbol", "knob"):
+        for key in ("family", "symbol", "knob"):
             entry[key] = rs[0].get(key, "")
         out.append(entry)
     return out

@@ -1,12 +1,12 @@
-"""The reference runs shipped with the package: each paper's experiment run once at full size, for every lesson to
-show beside a student's live run.
+"""The reference runs shipped with the package: each paper's experiment run once at full size, to show beside a
+live run.
 
 A reference is one or more :class:`~dro_lab.experiments.result.ExperimentResult` (one per command: ALSO runs at
 two imbalance ratios) with the exact ``dro-lab experiment`` command that made each. The files live in the
 package's data (``dro_lab/experiments/reference_results/NAME.json``), so pip, Colab and Binder users have them:
 
 * :func:`load_reference` — a shipped reference (or a file) as a :class:`Reference`;
-* :data:`REFERENCES` — what each reference runs: its lesson and its commands (:meth:`ReferencePlan.commands`);
+* :data:`REFERENCES` — what each reference runs: its commands (:meth:`ReferencePlan.commands`);
 * :func:`regenerate_reference` — run (or resume) the commands and bundle their results into a reference file;
   :func:`bundle_reference` bundles results already run.
 
@@ -64,10 +64,9 @@ class ReferencePart:
 
 @dataclass(frozen=True)
 class ReferencePlan:
-    """What a reference runs: its lesson, its parts, and the data set, seeds and preset every part shares."""
+    """What a reference runs: its parts, and the data set, seeds and preset every part shares."""
 
     name: str
-    lesson: str
     parts: tuple[ReferencePart, ...]
     dataset: str = "fashion-mnist"
     seeds: str = "0-4"
@@ -95,21 +94,20 @@ class ReferencePlan:
         return out
 
 
-def _one(name: str, lesson: str, **overrides) -> ReferencePlan:
-    return ReferencePlan(name, lesson, (ReferencePart("", name, overrides),))
+def _one(name: str, **overrides) -> ReferencePlan:
+    return ReferencePlan(name, (ReferencePart("", name, overrides),))
 
 
-#: The five references, one per paper lesson. ALSO is judged at two imbalance ratios (10 and 100).
+#: The five references, one per paper's experiment. ALSO is judged at two imbalance ratios (10 and 100).
 REFERENCES: dict[str, ReferencePlan] = {
-    "hws": _one("hws", "02_hardness_weighted_sampling"),
-    "importance": _one("importance", "03_importance_sampling"),
+    "hws": _one("hws"),
+    "importance": _one("importance"),
     "also": ReferencePlan(
         "also",
-        "04_group_dro_also",
         (ReferencePart("ratio 10", "also", {"ratio": 10}), ReferencePart("ratio 100", "also", {"ratio": 100})),
     ),
-    "done": _one("done", "05_adversarial_done"),
-    "gils": _one("gils", "06_label_smoothing_dro"),
+    "done": _one("done"),
+    "gils": _one("gils"),
 }
 
 
@@ -120,10 +118,9 @@ def available_references() -> list[str]:
 
 @dataclass(frozen=True)
 class Reference:
-    """A reference as shipped: its name, lesson, and one ``(label, command, result)`` part per command."""
+    """A reference as shipped: its name and one ``(label, command, result)`` part per command."""
 
     name: str
-    lesson: str
     parts: tuple[tuple[str, str, ExperimentResult], ...]
 
     @property
@@ -175,18 +172,18 @@ class Reference:
         return {
             "schema": REFERENCE_SCHEMA,
             "name": self.name,
-            "lesson": self.lesson,
             "parts": [{"label": lab, "command": cmd, "result": res.to_dict()} for lab, cmd, res in self.parts],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Reference:
-        """Rebuild a reference, checking its layout and every part's result (``ValueError`` saying what is wrong)."""
+        """Rebuild a reference, checking its layout and every part's result (``ValueError`` saying what is wrong).
+        Keys other than ``schema``, ``name`` and ``parts`` are ignored (files made by earlier versions carry more)."""
         if not isinstance(data, Mapping):
             raise TypeError(f"a reference is a mapping, got {type(data).__name__}")
         if data.get("schema") != REFERENCE_SCHEMA:
             raise ValueError(f"reference schema {data.get('schema')!r} is not {REFERENCE_SCHEMA}: regenerate it")
-        missing = [k for k in ("name", "lesson", "parts") if k not in data]
+        missing = [k for k in ("name", "parts") if k not in data]
         if missing or not data.get("parts"):
             raise ValueError(f"the reference lacks {missing or ['parts']}")
         parts = []
@@ -195,7 +192,7 @@ class Reference:
             if lacking:
                 raise ValueError(f"parts[{i}] lacks {lacking}")
             parts.append((part["label"], part["command"], ExperimentResult.from_dict(part["result"])))
-        return cls(data["name"], data["lesson"], tuple(parts))
+        return cls(data["name"], tuple(parts))
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the reference as JSON (atomically: :func:`dro_lab._files.atomic_write_text`), making its folder."""
@@ -217,18 +214,14 @@ def _shown(result: ExperimentResult) -> list[str]:
 
 
 def _plan(name: str) -> ReferencePlan:
-    """A reference's plan by its name (``"hws"``) or its lesson's id (``"02_hardness_weighted_sampling"``)."""
-    if isinstance(name, str):
-        if name in REFERENCES:
-            return REFERENCES[name]
-        for plan in REFERENCES.values():
-            if plan.lesson == name:
-                return plan
-    raise ValueError(f"no reference {name!r}; references: {', '.join(REFERENCES)} (or their lessons' ids)")
+    """A reference's plan by its name (``"hws"``)."""
+    if isinstance(name, str) and name in REFERENCES:
+        return REFERENCES[name]
+    raise ValueError(f"no reference {name!r}; references: {', '.join(REFERENCES)}")
 
 
 def load_reference(name: str | None = None, *, path: str | os.PathLike | None = None) -> Reference:
-    """The shipped reference ``name`` (``"hws"`` … or a lesson's id), or the reference file at ``path``.
+    """The shipped reference ``name`` (``"hws"`` …), or the reference file at ``path``.
 
     A missing, truncated or malformed file raises one ``ValueError`` (:class:`dro_lab._files.RecordError`) naming
     the file and the command that makes it again."""
@@ -274,7 +267,7 @@ def bundle_reference(
         if len(result.runs) < expected:
             raise ValueError(f"{path} holds {len(result.runs)} of {expected} runs: finish `{command}` first")
         parts.append((part.label, command, result))
-    return Reference(plan.name, plan.lesson, tuple(parts))
+    return Reference(plan.name, tuple(parts))
 
 
 def regenerate_reference(

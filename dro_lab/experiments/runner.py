@@ -1,6 +1,6 @@
 """Run a paper's experiment with the course's one fair protocol: tune every arm alike, run paired seeds, judge.
 
-:func:`run_experiment` is what lessons and ``dro-lab experiment`` call. With ``out=DIR`` every finished
+:func:`run_experiment` is what notebooks and ``dro-lab experiment`` call. With ``out=DIR`` every finished
 training run is kept in ``DIR/runs/`` and the run in progress checkpoints in ``DIR/checkpoints/``
 (:func:`dro_lab.fit`'s checkpoints), so calling it again with the same arguments skips what is done and
 continues the interrupted run where it stopped; ``DIR/result.json`` is rewritten after every run. Every file is
@@ -264,7 +264,7 @@ def train_arm(
     **setting,
 ):
     """One training run of one method of an experiment, as :func:`run_experiment` trains it: for a live panel
-    (:func:`dro_lab.widgets.experiment_training_panel`) or a lesson's single run.
+    (:func:`dro_course.panels.experiment_training_panel`) or a notebook's single run.
 
     Args:
         experiment: an :class:`Experiment` or its name (``"hws"``).

@@ -146,7 +146,7 @@ def tune(
         return float(objective(params))
 
     # optuna 4.x marks GPSampler (and some of its arguments) experimental and warns on every study: the warning
-    # speaks of optuna's API stability, not of the study, and would print in every lesson page that tunes.
+    # speaks of optuna's API stability, not of the study, and would print in every notebook page that tunes.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if sampler == "gp":

@@ -22,7 +22,7 @@ mean:
 diverged) go through :func:`judge_seeds`: it sets those seeds aside, judges the others, and its verdict names each
 seed set aside and why ("judged on 4 of 5 seeds: seed 3 diverged (HWS β=10: nan)"); nothing is dropped silently. A
 claim left with fewer than ``min_seeds`` paired seeds is "not judged". A claim stated as a band ("2.0–2.4×") is two
-one-sided claims: :func:`judge_band`. Lessons report the word beside the interval it came from
+one-sided claims: :func:`judge_band`. Report the word beside the interval it came from
 (:meth:`Verdict.text`), never a word alone.
 """
 

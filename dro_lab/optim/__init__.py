@@ -6,26 +6,16 @@ r"""Group-DRO optimizers as ``torch.optim.Optimizer``\ s, and the maths of their
   estimators, ``weighted_loss``, ``state_dict``;
 * :mod:`~dro_lab.optim.prox` — pure maths: :func:`simplex_projection`, :func:`kl_prox_step`,
   :func:`bilinear_game_path`;
-* :mod:`~dro_lab.optim.saddle` — the same problem solved by other means, to check the optimizers against:
-  the inner maximiser and the π step by SciPy, the rate of optimism on the bilinear game, the saddle point of
-  KL-regularised logistic DRO (:func:`logistic_dro_saddle`);
 * :mod:`~dro_lab.optim.schedules` — learning-rate schedules as ``torch.optim.lr_scheduler`` factories.
 """
 
 from __future__ import annotations
 
+from .._moved import moved_attribute
 from .also import ALSO, ALSO_MODES
 from .group_weights import DISTRIBUTED, SAMPLING_SCHEMES, GroupWeightOptimizer
 from .mirror_prox import DRAGO, OptimisticMirrorProx
 from .prox import PI_OPTIONS, bilinear_game_path, group_prior, kl_prox_step, kl_to_prior, pi_star, simplex_projection
-from .saddle import (
-    SaddlePoint,
-    kl_penalised_value,
-    logistic_dro_saddle,
-    numerical_kl_prox,
-    numerical_pi_star,
-    optimism_spectral_radius,
-)
 from .schedules import one_cycle, one_cycle_factor
 
 __all__ = [
@@ -43,12 +33,10 @@ __all__ = [
     "kl_to_prior",
     "pi_star",
     "simplex_projection",
-    "SaddlePoint",
-    "kl_penalised_value",
-    "logistic_dro_saddle",
-    "numerical_kl_prox",
-    "numerical_pi_star",
-    "optimism_spectral_radius",
     "one_cycle",
     "one_cycle_factor",
 ]
+
+
+def __getattr__(name: str):  # a name that moved to the course package fails with its new home
+    return moved_attribute(__name__, name)

@@ -1,6 +1,6 @@
 r"""Per-sample gradient norms, the cheap last-layer bound, and the sampling-quality metric.
 
-The importance-sampling lesson (Lahire 2023) needs, at the current parameters :math:`\theta`,
+Importance sampling for SGD (Lahire 2023) needs, at the current parameters :math:`\theta`,
 
 * the exact per-sample gradient norms :math:`g_i = \|\nabla_\theta \ell_i(\theta)\|_2` (the optimal
   scheme :math:`p^{GN}_i = g_i / \sum_j g_j`): :func:`per_sample_grad_norms`;

@@ -10,30 +10,11 @@
 
 from __future__ import annotations
 
-from .diagnostics import (
-    GradientMC,
-    HistoryAges,
-    age_survival,
-    age_tail,
-    mc_gradient_errors,
-    minority_mass_curve,
-    sampling_summary,
-    simulate_history_ages,
-    weights_jacobian,
-)
+from .._moved import moved_attribute
 from .hardness import HWS_DIVERGENCES, HWS_DRAWS, HardnessWeightedSampler
 from .importance import IS_SCHEMES, ImportanceSampler, is_mixture, mixture_probabilities
 
 __all__ = [
-    "age_survival",
-    "age_tail",
-    "sampling_summary",
-    "minority_mass_curve",
-    "weights_jacobian",
-    "GradientMC",
-    "mc_gradient_errors",
-    "HistoryAges",
-    "simulate_history_ages",
     "HWS_DIVERGENCES",
     "HWS_DRAWS",
     "HardnessWeightedSampler",
@@ -42,3 +23,7 @@ __all__ = [
     "is_mixture",
     "mixture_probabilities",
 ]
+
+
+def __getattr__(name: str):  # a name that moved to the course package fails with its new home
+    return moved_attribute(__name__, name)

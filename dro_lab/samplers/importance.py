@@ -89,7 +89,7 @@ class ImportanceSampler(TableSampler):
             γ = 1 is the plain scheme, γ = 0 is uniform; with exact gradient norms every γ ∈ [0, 2]
             is at least as fast as uniform for SGD: :math:`H(p)=\sum s^{\gamma}\sum s^{2-\gamma}\le N\sum s^2`
             by Chebyshev's sum inequality, an extension of the theorem of the paper's §3.1).
-        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}` (lesson 03's slider "weight
+        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}` (a notebook's slider "weight
             exponent e"). 1 = the unbiased weights (the paper); 0 = no weights ("forgotten weights": SGD then follows
             :math:`\sum_i p_i\nabla\ell_i`, a reweighted objective); in between: **biased**.
         clip_weights: Opt-in, **biased**: clamp every weight to at most ``c > 0``. ``None`` (default):

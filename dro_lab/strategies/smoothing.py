@@ -119,7 +119,7 @@ class GILSStrategy(_MeanStats, Strategy):
     Args:
         alpha, gamma, eta, steps, clamp: as in :func:`gils_shift`. Defaults: the paper's γ = 1e-3, α = 0.3
             and T = 10 (about the medians of its Table 3), and η = 0.02 for inputs in [0, 1], not the paper's 1.5–3
-            (§4.2, ImageNet-pretrained ResNets). On lesson 06's digits with the magnetic-tile counts
+            (§4.2, ImageNet-pretrained ResNets). On the GI-LS digits with the magnetic-tile counts
             (DigitsCNN from scratch, 20 epochs, 3 paired seeds, balanced accuracy) η = 0.02 moved the
             training images by under 1 % of their norm and kept all shifted defect images' labels under a
             cross-entropy model, 92.4 % against CE's 88.3 %; η = 2 moved them by 30–40 % and scored 67 % (T = 5).

@@ -1,4 +1,4 @@
-"""Tests of the course runner (dro_lab.course) and the ``dro-lab`` command (dro_lab.cli).
+"""Tests of the course runner (dro_course) and the ``dro-lab`` command (dro_lab.cli).
 
 The runner is exercised on tiny fixture notebooks (tests/fixtures/): ``passing.ipynb`` prints
 and records its parameters and shows a plotly figure; ``failing.ipynb`` raises in its third cell;
@@ -27,9 +27,8 @@ from _course_util import (  # tests/course/
     stream_text,
 )
 
-from dro_lab import course
-from dro_lab.cli import main
-from dro_lab.course import (
+import dro_course as course
+from dro_course import (
     FailingCell,
     LessonResult,
     parse_parameter_value,
@@ -37,6 +36,7 @@ from dro_lab.course import (
     record,
     run_course,
 )
+from dro_course.cli import main
 
 # --------------------------------------------------------------------------------------------
 # One real run of the fixture course, shared by the tests below
@@ -235,7 +235,6 @@ def test_cli_run_failures_exit_nonzero_and_only_selects(tmp_path, capsys):
     syllabus = make_course(tmp_path, CLI_SYLLABUS)
     out = tmp_path / "out"
     argv = [
-        "course",
         "run",
         "--syllabus",
         str(syllabus),
@@ -277,7 +276,6 @@ def test_cli_run_with_parameters_exits_zero(tmp_path, capsys):
     syllabus = make_course(tmp_path, CLI_SYLLABUS)
     out = tmp_path / "out"
     argv = [
-        "course",
         "run",
         "--syllabus",
         str(syllabus),
@@ -304,7 +302,7 @@ def test_cli_run_with_parameters_exits_zero(tmp_path, capsys):
 def test_cli_rejects_an_undeclared_parameter_before_running(tmp_path, capsys):
     syllabus = make_course(tmp_path)
     out = tmp_path / "out"
-    status = main(["course", "run", "--syllabus", str(syllabus), "--out", str(out), "-p", "betaa", "1"])
+    status = main(["run", "--syllabus", str(syllabus), "--out", str(out), "-p", "betaa", "1"])
     assert status == 2
     assert "betaa" in capsys.readouterr().err
     assert not out.exists()
@@ -312,14 +310,14 @@ def test_cli_rejects_an_undeclared_parameter_before_running(tmp_path, capsys):
 
 def test_cli_reports_syllabus_errors(tmp_path, capsys):
     syllabus = make_course(tmp_path, FIXTURE_SYLLABUS.replace("src/failing.ipynb", "src/nope.ipynb"))
-    assert main(["course", "run", "--syllabus", str(syllabus), "--out", str(tmp_path / "o")]) == 2
+    assert main(["run", "--syllabus", str(syllabus), "--out", str(tmp_path / "o")]) == 2
     assert "nope.ipynb" in capsys.readouterr().err
-    assert main(["course", "run", "--syllabus", str(syllabus), "--preset", "huge"]) == 2
+    assert main(["run", "--syllabus", str(syllabus), "--preset", "huge"]) == 2
 
 
 def test_cli_list_version_help(tmp_path, capsys):
     syllabus = make_course(tmp_path)
-    assert main(["course", "list", "--syllabus", str(syllabus), "--preset", "smoke"]) == 0
+    assert main(["list", "--syllabus", str(syllabus), "--preset", "smoke"]) == 0
     printed = capsys.readouterr().out
     assert " 1. passing - A passing lesson" in printed and " 2. failing - A failing lesson" in printed
     assert "{'preset': 'smoke', 'greeting': 'from-preset'}" in printed
@@ -328,9 +326,17 @@ def test_cli_list_version_help(tmp_path, capsys):
     assert exit_info.value.code == 0
     from dro_lab import __version__
 
-    assert capsys.readouterr().out.strip() == f"dro-lab {__version__}"
+    assert capsys.readouterr().out.strip() == f"dro-course {__version__}"
     assert main([]) == 2
-    assert main(["course"]) == 2
+
+
+@pytest.mark.parametrize("argv", [["course"], ["course", "run", "--preset", "smoke"], ["course", "--help"]])
+def test_dro_lab_course_names_the_course_command_in_one_line(argv, capsys):
+    from dro_lab.cli import main as lab_main
+
+    assert lab_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "dro-course" in err, err
 
 
 def test_cli_bench_forwards_arguments(monkeypatch):
@@ -344,7 +350,9 @@ def test_cli_bench_forwards_arguments(monkeypatch):
     import dro_lab
 
     monkeypatch.setattr(dro_lab, "bench", sys.modules["dro_lab.bench"], raising=False)
-    assert main(["bench", "--quick", "--help"]) == 3
+    from dro_lab.cli import main as lab_main
+
+    assert lab_main(["bench", "--quick", "--help"]) == 3
     assert received == [["--quick", "--help"]]
 
 
@@ -429,18 +437,23 @@ lessons:
 
 @pytest.mark.notebook
 def test_a_change_to_the_library_source_reruns_the_lessons(tmp_path, monkeypatch):
-    """The resume key holds a hash of dro_lab's source (recomputed here from the files, independently): the same
-    library reuses the run, another source hash (an edited dro_lab/) runs the lesson again."""
+    """The resume key holds a hash of dro_lab's and dro_course's source (recomputed here from the files,
+    independently): the same code reuses the run, another source hash (an edited dro_lab/ or course/) runs the lesson
+    again."""
     import hashlib
 
+    import dro_course
     import dro_lab
-    from dro_lab.course import execute
+    from dro_course.runner import execute
 
-    root = Path(dro_lab.__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[:2] != ("course", "site"):  # the site builder never runs in a lesson
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for package in (dro_lab, dro_course):
+        root = Path(package.__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            relative = path.relative_to(root)
+            if package is dro_course and relative.parts[0] in ("site", "solutions"):  # never run in a lesson
+                continue
+            digest.update(f"{package.__name__}/{relative.as_posix()}".encode() + b"\0" + path.read_bytes() + b"\0")
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     kwargs = dict(preset="smoke", out=tmp_path / "out", jobs=1, timeout=120, html=False, only=["square"])
     first = {r.id: r for r in run_course(syllabus, parameters={"x": 3}, **kwargs)}
@@ -522,7 +535,6 @@ def test_resume_reuses_ok_lessons_and_reruns_on_any_change(tmp_path):
 def test_cli_resume_and_force(tmp_path, capsys):
     syllabus = make_course(tmp_path, RESUME_SYLLABUS)
     argv = [
-        "course",
         "run",
         "--syllabus",
         str(syllabus),

@@ -1,4 +1,4 @@
-"""Fault injection into the course runner (dro_lab.course.run_course and ``dro-lab course run``).
+"""Fault injection into the course runner (dro_course.run_course and ``dro-course run``).
 
 One small fixture course holds a lesson that passes, one that raises (``failing.ipynb``), one whose
 cell sleeps past the timeout (``slow.ipynb``) and one whose kernel is killed (``killed.ipynb``); it
@@ -24,11 +24,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dro_lab import course
-from dro_lab.cli import main
-from dro_lab.course import FAILURE_KINDS, LessonResult, RunInterrupted, check_parameter, load_syllabus, run_course
-from dro_lab.course import runner as course_runner
-from dro_lab.course.control import _Cancelled
+import dro_course as course
+from dro_course import FAILURE_KINDS, LessonResult, RunInterrupted, check_parameter, load_syllabus, run_course
+from dro_course.cli import main
+from dro_course.runner import run as course_runner
+from dro_course.runner.control import _Cancelled
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -242,7 +242,7 @@ def test_cli_exit_status_1_on_failure_and_2_on_usage_errors(tmp_path, capsys, mo
     syllabus = make_course(tmp_path, FAULT_SYLLABUS)
     monkeypatch.chdir(tmp_path / "cwd")
     out = tmp_path / "out"
-    base = ["course", "run", "--syllabus", str(syllabus), "--out", str(out), "--no-html"]
+    base = ["run", "--syllabus", str(syllabus), "--out", str(out), "--no-html"]
     assert main(base + ["--only", "raises", "--timeout", "60"]) == 1
     err = capsys.readouterr().err
     assert "[failed] raises in" in err and "raised: cell 2" in err
@@ -308,8 +308,7 @@ def test_interrupted_run_keeps_finished_lessons_and_resumes(tmp_path, signum):
     command = [
         sys.executable,
         "-m",
-        "dro_lab.cli",
-        "course",
+        "dro_course.cli",
         "run",
         "--syllabus",
         str(syllabus),
@@ -481,13 +480,13 @@ def test_every_lesson_checks_its_parameters_right_after_them(path):
 
 
 def test_invalid_parameters_stop_the_run_before_any_kernel_starts(tmp_path, capsys):
-    """A value the syllabus's check refuses stops ``run_course`` (and ``dro-lab course run``, exit 2) with the
+    """A value the syllabus's check refuses stops ``run_course`` (and ``dro-course run``, exit 2) with the
     lesson's own message, before an output folder or a kernel exists; every value of a sweep is checked first."""
     syllabus = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=r"Invalid parameter radius=-1\.0.*lesson 00_welcome"):
         run_course(syllabus, out=out, only=["00"], html=False, parameters={"radius": -1.0})
-    argv = ["course", "run", "--only", "02", "--no-html", "--out", str(out)]
+    argv = ["run", "--only", "02", "--no-html", "--out", str(out)]
     assert main([*argv, "-p", "beta", "abc"]) == 2
     assert "Invalid parameter beta='abc'" in capsys.readouterr().err
     assert main([*argv, "--sweep", "beta=1,0"]) == 2  # β = 0 is refused before β = 1 runs

@@ -1,4 +1,4 @@
-"""The course runner's Dask executor: ``run_course(..., executor="dask")`` and ``dro-lab course run --executor dask``.
+"""The course runner's Dask executor: ``run_course(..., executor="dask")`` and ``dro-course run --executor dask``.
 
 The oracle is the local executor: one fixture course (a lesson that passes, one that raises) runs on a
 LocalCluster of two workers and with the local thread pool, and the two runs must report the same
@@ -27,10 +27,10 @@ import nbformat
 import pytest
 from _course_util import REPO, make_course, stream_text
 
-from dro_lab.cli import main
-from dro_lab.course import RECORD_ENV, RunInterrupted, run_course, run_sweep
-from dro_lab.course import runner as course_runner
-from dro_lab.course._files import library_sha256
+from dro_course import RECORD_ENV, RunInterrupted, run_course, run_sweep
+from dro_course._files import library_sha256
+from dro_course.cli import main
+from dro_course.runner import run as course_runner
 
 DASK_SYLLABUS = """\
 title: Dask course
@@ -299,7 +299,7 @@ def test_sweep_on_a_running_scheduler_records_each_value(distributed, tmp_path):
 
 @pytest.mark.notebook
 def test_a_worker_with_another_dro_lab_runs_nothing(distributed, tmp_path, monkeypatch):
-    from dro_lab.course import dask_executor
+    from dro_course.runner import dask_executor
 
     syllabus = _course(tmp_path, DASK_SYLLABUS)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "worker-tmp"))
@@ -380,7 +380,7 @@ def test_a_lesson_whose_worker_dies_runs_again_once_and_finishes(distributed, tm
     killed: list[int] = []
     killer = threading.Thread(target=_kill_the_workers, args=(pids_file, 1, 2.0, killed), daemon=True)
     killer.start()
-    command = ["course", "run", "--syllabus", str(syllabus), "--out", str(out), "--jobs", "2", "--no-html"]
+    command = ["run", "--syllabus", str(syllabus), "--out", str(out), "--jobs", "2", "--no-html"]
     command += ["--executor", "dask", "-p", "seconds", "120", "-p", "attempts_file", str(pids_file)]
     assert main(command + ["--timeout", "300"]) == 1  # the lesson whose kernel dies fails by itself
     killer.join(5)
@@ -446,7 +446,7 @@ def test_cli_ctrl_c_to_the_process_group_stops_the_dask_run(distributed, tmp_pat
     worker_tmp, out = tmp_path / "worker-tmp", tmp_path / "out"
     env = {**os.environ, "TMPDIR": str(worker_tmp)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "dro_lab.cli", "course", "run", "--syllabus", str(syllabus), "--out", str(out)]
+    command = [sys.executable, "-m", "dro_course.cli", "run", "--syllabus", str(syllabus), "--out", str(out)]
     command += ["--jobs", "2", "--no-html", "--executor", "dask", "-p", "seconds", "120", "--timeout", "300"]
     runner = subprocess.Popen(
         command,
@@ -509,7 +509,7 @@ def test_without_dask_the_error_says_what_to_install(tmp_path, monkeypatch, caps
     with pytest.raises(ModuleNotFoundError, match=r'pip install "dro-lab\[dask\]"'):
         run_course(syllabus, out=tmp_path / "out", executor="dask")
     assert not (tmp_path / "out").exists()
-    status = main(["course", "run", "--syllabus", str(syllabus), "--out", str(tmp_path / "out"), "--executor", "dask"])
+    status = main(["run", "--syllabus", str(syllabus), "--out", str(tmp_path / "out"), "--executor", "dask"])
     assert status == 2 and 'pip install "dro-lab[dask]"' in capsys.readouterr().err
 
 
@@ -521,7 +521,7 @@ def test_an_unreachable_scheduler_is_a_connection_error(distributed, tmp_path, c
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         with pytest.raises(ConnectionError, match="Could not connect to the Dask scheduler at 'tcp://127.0.0.1:9'"):
             run_course(syllabus, out=tmp_path / "out", html=False, executor="dask", scheduler="tcp://127.0.0.1:9")
-        base = ["course", "run", "--syllabus", str(syllabus), "--out", str(tmp_path / "out"), "--no-html"]
+        base = ["run", "--syllabus", str(syllabus), "--out", str(tmp_path / "out"), "--no-html"]
         assert main(base + ["--executor", "dask", "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "Could not connect to the Dask scheduler" in capsys.readouterr().err
     assert main(base + ["--scheduler", "tcp://127.0.0.1:9"]) == 2  # a scheduler without --executor dask

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from dro_lab.course import check_exercise, fill_solutions, read_solutions, solutions_path
-from dro_lab.course.exercises import exercise_id
+from dro_course import check_exercise, fill_solutions, read_solutions, solutions_path
+from dro_course.exercises import exercise_id
 
 
 def test_a_stub_left_as_it_is_is_not_yet_and_does_not_raise(capsys):

@@ -1,4 +1,4 @@
-"""The instructor copy, executed in the lesson's own run (dro_lab.course.instructor): the solved cells and their
+"""The instructor copy, executed in the lesson's own run (dro_course.runner.instructor): the solved cells and their
 checks appended after the student's cells, the one executed notebook split into the student's and the
 instructor's, and a solution that raises or says "not yet" reported as the lesson's failure.
 
@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from _course_util import FIXTURES  # tests/course/
 
-from dro_lab.course import read_solutions, run_course
-from dro_lab.course.instructor import APPENDED_TAG, check_verdicts, split_executed, with_solution_checks
+from dro_course import read_solutions, run_course
+from dro_course.runner.instructor import APPENDED_TAG, check_verdicts, split_executed, with_solution_checks
 
 SOLUTIONS = {
     "right": "# %% exercise 1\nanswer = x * x\n\n# %% exercise 2 [markdown]\n# Because x * x = |x|².\n",

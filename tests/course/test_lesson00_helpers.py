@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dro_lab.course import environment, environment_report, lessons_table, load_syllabus
+from dro_course import environment, environment_report, lessons_table, load_syllabus
 
 
 def _cells(row: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Lesson 02's checks (``dro_lab.course.lessons.hardness_weighted_sampling``) hold for every input the lesson allows.
+"""Lesson 02's checks (``dro_course.lessons.hardness_weighted_sampling``) hold for every input the lesson allows.
 
 A check states a fact; its tolerance is derived, so it must pass on any loss vector, at any β, for any seed:
 
@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from dro_lab.course.lessons import LessonCheckError, require
-from dro_lab.course.lessons import hardness_weighted_sampling as hws
-from dro_lab.course.lessons.hardness_weighted_sampling import draws, gradients, weights
+from dro_course.lessons import LessonCheckError, require
+from dro_course.lessons import hardness_weighted_sampling as hws
+from dro_course.lessons.hardness_weighted_sampling import draws, gradients, weights
+from dro_course.lessons.hardness_weighted_sampling.diagnostics import GradientMC
 from dro_lab.samplers import HardnessWeightedSampler
-from dro_lab.samplers.diagnostics import GradientMC
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BETAS = st.floats(-2.0, 3.0).map(lambda e: 10.0**e)  # the slider's range, log-uniform

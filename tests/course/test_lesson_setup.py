@@ -1,4 +1,4 @@
-"""dro_lab.course.setup_lesson, the one set-up call of every lesson, and the syllabus's ``checks`` and
+"""dro_course.setup_lesson, the one set-up call of every lesson, and the syllabus's ``checks`` and
 ``defaults`` it applies: on hand-built syllabi (None filled from the preset, the environment's preset
 winning, a bad value named, the namespace updated, seeds and device derived) and on the real lessons
 (every preset of every lesson sets up with the values its parameters cell holds)."""
@@ -12,7 +12,7 @@ import nbformat
 import pytest
 import torch
 
-from dro_lab.course import PRESET_ENV, LessonSetup, SyllabusError, load_syllabus, setup_lesson
+from dro_course import PRESET_ENV, LessonSetup, SyllabusError, load_syllabus, setup_lesson
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """The real lessons, as the one smoke run of the session left them (tests/conftest.py ``executed_course``): each
 ran to its end, recorded what it records, drew its figures with the plotly mime type, and its exercises' checks say
 "not yet" to the student's stubs and "right" to the instructor's solutions, which ran in the same kernel after the
-student's cells (dro_lab.course.instructor). Nothing here executes a lesson again."""
+student's cells (dro_course.runner.instructor). Nothing here executes a lesson again."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dro_lab.course import load_syllabus, solutions_path
-from dro_lab.course.instructor import check_verdicts
+from dro_course import load_syllabus, solutions_path
+from dro_course.runner.instructor import check_verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 SYLLABUS = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)

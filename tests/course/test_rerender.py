@@ -13,9 +13,9 @@ import nbformat
 import pytest
 from _course_util import file_state, make_course
 
-from dro_lab.course import run_course
-from dro_lab.course._files import code_sha256
-from dro_lab.course.rerender import rerender_prose
+from dro_course import run_course
+from dro_course._files import code_sha256
+from dro_course.runner.rerender import rerender_prose
 
 v4 = nbformat.v4
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dro_lab.course import load_syllabus
-from dro_lab.course.results import LessonResult
-from dro_lab.course.site import build_site, publish_notebook, strip_widget_state
-from dro_lab.course.site.publish import PLOTLY_MIME, WIDGET_MIME
+from dro_course import load_syllabus
+from dro_course.results import LessonResult
+from dro_course.site import build_site, publish_notebook, strip_widget_state
+from dro_course.site.publish import PLOTLY_MIME, WIDGET_MIME
 
 v4 = nbformat.v4
 FIGURE = {"data": [{"type": "scatter", "y": [3, 1, 2], "name": "hand-made"}], "layout": {"title": {"text": "T"}}}

@@ -1,4 +1,4 @@
-"""Parameter sweeps (dro_lab.course.run_sweep, ``dro-lab course run --sweep``): one real sweep of the
+"""Parameter sweeps (dro_course.run_sweep, ``dro-course run --sweep``): one real sweep of the
 fixture lesson ``square.ipynb`` (``y = x**2``, failing for ``x < 0``), its resume, pages, table and figure,
 and the figure, summary and parsing without running."""
 
@@ -10,9 +10,8 @@ import types
 import pytest
 from _course_util import file_state, make_course  # tests/course/
 
-from dro_lab import course
-from dro_lab.cli import main
-from dro_lab.course import (
+import dro_course as course
+from dro_course import (
     LessonResult,
     SweepResult,
     parse_sweep,
@@ -21,6 +20,7 @@ from dro_lab.course import (
     sweep_table,
     write_sweep_summary,
 )
+from dro_course.cli import main
 
 # --------------------------------------------------------------------------------------------
 # Sweeps
@@ -37,12 +37,11 @@ lessons:
 
 @pytest.fixture(scope="module")
 def sweep_run(tmp_path_factory):
-    """``dro-lab course run --only square --sweep x=0.5,2,3,-1``: x = -1 fails in the lesson."""
+    """``dro-course run --only square --sweep x=0.5,2,3,-1``: x = -1 fails in the lesson."""
     root = tmp_path_factory.mktemp("sweep")
     syllabus = make_course(root, SWEEP_SYLLABUS)
     out = root / "out"
     argv = [
-        "course",
         "run",
         "--syllabus",
         str(syllabus),
@@ -237,7 +236,7 @@ def test_parse_sweep_errors(text, message):
 def test_cli_sweep_usage_errors(tmp_path, capsys):
     syllabus = make_course(tmp_path, SWEEP_SYLLABUS)
     out = tmp_path / "out"
-    base = ["course", "run", "--syllabus", str(syllabus), "--out", str(out)]
+    base = ["run", "--syllabus", str(syllabus), "--out", str(out)]
     for extra, message in [
         (["--sweep", "x=1,2", "--sweep", "x=3"], "argument --sweep: given twice"),
         (["--sweep", "x"], "argument --sweep: Invalid sweep 'x': expected PARAM=v1,v2"),
@@ -273,7 +272,6 @@ def test_cli_sweep_splits_bracketed_values(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(course, "run_sweep", fake_run_sweep)
     status = main(
         [
-            "course",
             "run",
             "--syllabus",
             str(syllabus),

@@ -1,19 +1,19 @@
-"""The syllabus (dro_lab.course.load_syllabus and friends): the fields of a lesson, every problem of a
+"""The syllabus (dro_course.load_syllabus and friends): the fields of a lesson, every problem of a
 malformed file listed at once, finding the file, the repository's own syllabus, and its Markdown page
-(``dro-lab course list --markdown``, which ``course/syllabus.md`` must equal)."""
+(``dro-course list --markdown``, which ``course/syllabus.md`` must equal)."""
 
 from __future__ import annotations
 
 import pytest
 from _course_util import FIXTURE_SYLLABUS, REPO, make_course  # tests/course/
 
-from dro_lab import course
-from dro_lab.cli import main
-from dro_lab.course import (
+import dro_course as course
+from dro_course import (
     SyllabusError,
     load_syllabus,
     syllabus_markdown,
 )
+from dro_course.cli import main
 
 REAL_SYLLABUS = REPO / "course" / "syllabus.yaml"
 
@@ -111,7 +111,7 @@ def test_syllabus_markdown(tmp_path, capsys):
     assert "| 1 | [`passing`](#passing) | A passing lesson |  | 0.1 |  |" in md
     assert "### 2. A failing lesson" in md and "- **after:** `passing`" in md
     assert "1. print a parameter" in md and "[`src/passing.ipynb`](../src/passing.ipynb)" in md
-    assert main(["course", "list", "--syllabus", str(syllabus.path), "--markdown"]) == 0
+    assert main(["list", "--syllabus", str(syllabus.path), "--markdown"]) == 0
     assert capsys.readouterr().out.strip() == md.strip()
     real = syllabus_markdown(load_syllabus(REAL_SYLLABUS, check_notebooks=False))
     for lesson in load_syllabus(REAL_SYLLABUS, check_notebooks=False):
@@ -119,17 +119,17 @@ def test_syllabus_markdown(tmp_path, capsys):
 
 
 def test_course_syllabus_md_is_the_generated_one():
-    """course/syllabus.md is what `dro-lab course list --markdown` prints; regenerate it after editing the YAML:
-    `.venv/bin/dro-lab course list --markdown > course/syllabus.md`."""
+    """course/syllabus.md is what `dro-course list --markdown` prints; regenerate it after editing the YAML:
+    `.venv/bin/dro-course list --markdown > course/syllabus.md`."""
     syllabus = course.load_syllabus()
     stored = (syllabus.path.parent / "syllabus.md").read_text(encoding="utf-8")
     assert stored.strip() == course.syllabus_markdown(syllabus).strip(), (
-        "course/syllabus.md is stale: run `.venv/bin/dro-lab course list --markdown > course/syllabus.md`"
+        "course/syllabus.md is stale: run `.venv/bin/dro-course list --markdown > course/syllabus.md`"
     )
 
 
 def test_every_lesson_of_the_course_gives_its_reading_time_and_the_pages_show_it():
-    from dro_lab.course import lessons_table, syllabus_markdown
+    from dro_course import lessons_table, syllabus_markdown
 
     syllabus = load_syllabus(check_notebooks=False)
     assert all(lesson.reading_minutes and lesson.reading_minutes > 0 for lesson in syllabus.lessons)
@@ -153,7 +153,7 @@ def test_a_bad_reading_time_is_refused(tmp_path, bad):
 
 
 def test_the_set_up_line_gives_the_reading_and_running_times(capsys):
-    from dro_lab.course import setup_lesson
+    from dro_course import setup_lesson
 
     namespace = dict(preset="smoke", seed=0, device="cpu", beta=1.0, radius=0.1, cvar_alpha=0.2)
     setup = setup_lesson("00_welcome", namespace, syllabus=REAL_SYLLABUS)

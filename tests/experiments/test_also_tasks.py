@@ -1,6 +1,6 @@
-"""dro_lab.experiments.also_tasks (the ALSO paper's §6.2–6.4 in small) and dro_lab.attacks.transform_accuracies:
-accuracies against hand-written loops, the numbers Perm-K sends against d × steps, the workers' accuracy against a
-brute-force mixture, and the results' tables and verdicts."""
+"""dro_course.lessons.group_dro_also.tasks (the ALSO paper's §6.2–6.4 in small) and
+dro_lab.attacks.transform_accuracies: accuracies against hand-written loops, the numbers Perm-K sends against d × steps,
+the workers' accuracy against a brute-force mixture, and the results' tables and verdicts."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import pytest
 import torch
 
 import dro_lab
-from dro_lab.attacks import fgsm_transform, transform_accuracies
-from dro_lab.data import load_digits, transforms
-from dro_lab.experiments import ExperimentResult
-from dro_lab.experiments.also_tasks import (
+from dro_course.lessons.group_dro_also.tasks import (
     _worker_accuracy,
     robust_training_transforms,
     run_also_tabular,
     run_also_transforms,
     run_also_workers,
 )
+from dro_lab.attacks import fgsm_transform, transform_accuracies
+from dro_lab.data import load_digits, transforms
+from dro_lab.experiments import ExperimentResult
 
 
 def _tiny_model():

@@ -8,7 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dro_lab.experiments import beside_reference, is_illustration, judge, load_reference
+from dro_course.beside import beside_reference, is_illustration
+from dro_lab.experiments import judge, load_reference
 
 
 def _live(name="hws", *, preset="smoke", seeds=1, part=None):
@@ -50,6 +51,15 @@ def test_a_full_run_with_three_seeds_is_judged_by_its_own_seeds():
 @pytest.mark.parametrize(("preset", "seeds", "expected"), [("smoke", 5, True), ("full", 2, True), ("full", 3, False)])
 def test_is_illustration(preset, seeds, expected):
     assert is_illustration(_live(preset=preset, seeds=seeds)) is expected
+
+
+def test_a_reference_is_named_by_its_name_or_its_lessons_id():
+    """The course maps a lesson's id to its reference's name (the library knows the names only)."""
+    live = _live("hws", preset="full", seeds=3)
+    assert beside_reference(live, "02_hardness_weighted_sampling") == beside_reference(live, "hws")
+    assert beside_reference(live, "hws") == beside_reference(live)
+    with pytest.raises(ValueError, match="no reference '01_dro_foundations'"):
+        beside_reference(live, "01_dro_foundations")
 
 
 def test_a_reference_of_two_parts_shows_the_one_asked_for():

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 import dro_lab
 from dro_lab.experiments import (
+    FAMILIES,
     METHODS,
     available_methods,
     make_benchmark,
@@ -110,11 +111,15 @@ def test_erm_row_equals_a_hand_written_loop_and_brute_force_metrics(bench):
 
 
 def test_registry_covers_one_method_from_each_lesson_01_to_06():
-    lessons = {spec.lesson for spec in METHODS.values()}
+    from dro_course.lessons.comparison.report import LESSON_OF_METHOD
+
+    assert set(LESSON_OF_METHOD) == set(METHODS), "the course names the lesson of every method, and only those"
+    lessons = set(LESSON_OF_METHOD.values())
     for k in range(1, 7):
         ids = [lesson for lesson in lessons if lesson.startswith(f"0{k}_")]
         assert ids, f"no method from lesson 0{k}"
         assert (REPO / "notebooks" / f"{ids[0]}.ipynb").is_file()
+    assert {spec.family for spec in METHODS.values()} <= set(FAMILIES)
     assert available_methods() == tuple(METHODS)
     assert list(METHODS)[0] == "ERM"
     for name in (
@@ -351,16 +356,18 @@ def test_summary_helpers_validate():
 def _summary():
     rows = _fake_rows(random.Random(3), methods=("ERM", "KL-DRO", "ALSO", "DONE"))
     for r in rows:
-        r["lesson"] = {"ERM": "01", "KL-DRO": "01", "ALSO": "04", "DONE": "05"}[r["method"]]
+        r["family"] = {"ERM": "baseline", "KL-DRO": "hard examples", "ALSO": "groups", "DONE": "hard examples"}[
+            r["method"]
+        ]
     return summarise(rows)
 
 
 def test_comparison_figure_traces():
-    from dro_lab import viz
+    from dro_course import figures
 
     table = _summary()
     front = pareto_front(table)
-    fig = viz.comparison_figure(table, front=front)
+    fig = figures.comparison_figure(table, front=front)
     names = [t.name for t in fig.data]
     assert sorted(names[: len(table)]) == sorted(e["method"] for e in table)  # the largest marker first
     assert names[len(table) :] == ["Pareto front", "ERM average", "ERM worst group"]
@@ -379,23 +386,27 @@ def test_comparison_figure_traces():
         if costs[a] > costs[b]:
             assert sizes[a] >= sizes[b]
     assert max(sizes.values()) == pytest.approx(44.0)
-    # same lesson, same colour; different lessons, different colours
+    # same family, same colour; different families, different colours
     col = {e["method"]: traces[e["method"]].marker.color for e in table}
-    assert col["ERM"] == col["KL-DRO"] != col["ALSO"] != col["DONE"]
+    family = {e["method"]: METHODS[e["method"]].family for e in table}
+    for a in col:
+        for b in col:
+            assert (col[a] == col[b]) == (family[a] == family[b]), (a, b, family[a], family[b])
+    assert len(set(family.values())) >= 2
     pf = fig.data[len(table)]
     assert list(pf.x) == sorted(pf.x) and len(pf.x) == len(front)
     erm = table[0]
     assert set(fig.data[-2].x) == {erm["avg_acc"]} and set(fig.data[-1].y) == {erm["worst_group_acc"]}
-    bare = viz.comparison_figure([e for e in table if e["method"] != "ERM"])
+    bare = figures.comparison_figure([e for e in table if e["method"] != "ERM"])
     assert len(bare.data) == len(table) - 1
     with pytest.raises(ValueError, match="front"):
-        viz.comparison_figure(table, front=["nope"])
+        figures.comparison_figure(table, front=["nope"])
     with pytest.raises(ValueError, match="empty"):
-        viz.comparison_figure([])
+        figures.comparison_figure([])
 
 
 def test_comparison_panel_runs_the_selection_with_the_slider_values():
-    from dro_lab import widgets
+    from dro_course import panels
 
     calls = []
     table = _summary()
@@ -404,7 +415,7 @@ def test_comparison_panel_runs_the_selection_with_the_slider_values():
         calls.append(kw)
         return [e for e in table if e["method"] in kw["methods"]]
 
-    box = widgets.comparison_panel(
+    box = panels.comparison_panel(
         run_fn,
         [e["method"] for e in table],
         summary=table,
@@ -442,7 +453,7 @@ def test_a_method_spec_of_ones_own_runs_beside_the_registry(bench):
 
     train, test = bench
     small = (train.subset(torch.arange(0, len(train), 2)), test)
-    ohem = MethodSpec("OHEM", "02_hardness_weighted_sampling", "keep", "top-k of each batch", "OHEMStrategy",
+    ohem = MethodSpec("OHEM", "keep", "top-k of each batch", "OHEMStrategy",
                       lambda knobs: {"keep": 1.0})  # fmt: skip
     rows = run_comparison(["ERM", ohem], data=small, seeds=(4,), epochs=5, lr=0.02, device="cpu", progress=False)
     assert [r["method"] for r in rows] == ["ERM", "OHEM"]
@@ -452,11 +463,11 @@ def test_a_method_spec_of_ones_own_runs_beside_the_registry(bench):
     assert rows[1]["avg_acc"] == pytest.approx(hand["avg_acc"], abs=1 / len(test))  # the same up to one image
     assert rows[1]["worst_group_acc"] == pytest.approx(hand["worst_group_acc"], abs=2 / len(test))
     with pytest.raises(ValueError, match="strategy"):
-        MethodSpec("X", "l", "—", "d", "NoSuchStrategy")
+        MethodSpec("X", "—", "d", "NoSuchStrategy")
     with pytest.raises(ValueError, match="family"):
-        MethodSpec("X", "l", "—", "d", "ERM", family="neither")
+        MethodSpec("X", "—", "d", "ERM", family="neither")
     with pytest.raises(ValueError, match="methods"):
-        run_comparison(["ERM", MethodSpec("ERM", "l", "—", "d", "ERM")], progress=False)
+        run_comparison(["ERM", MethodSpec("ERM", "—", "d", "ERM")], progress=False)
 
 
 def test_data_as_a_dict_of_make_benchmark_arguments():
@@ -484,12 +495,12 @@ def test_every_method_has_a_family():
 def test_the_panel_builds_its_own_run_function(bench):
     """Run with ``options``: the selected methods with one seed and the sliders' knobs, the same numbers as
     run_comparison called directly."""
-    from dro_lab import widgets
+    from dro_course import panels
 
     train, test = bench
     small = (train.subset(torch.arange(0, len(train), 3)), test)
     options = dict(data=small, hidden=(8,), batch_size=32, device="cpu", threads=1, beta=3.0, cvar_alpha=0.5)
-    box = widgets.comparison_panel(options=options, seed=2, epochs=1, selected=["ERM", "CVaR"])
+    box = panels.comparison_panel(options=options, seed=2, epochs=1, selected=["ERM", "CVaR"])
     assert box.sliders["beta"].value == pytest.approx(3.0) and box.sliders["cvar_alpha"].value == pytest.approx(0.5)
     box.sliders["cvar_alpha"].value = 0.3
     box.button.click()
@@ -500,8 +511,8 @@ def test_the_panel_builds_its_own_run_function(bench):
     assert drawn == {e["method"]: (e["avg_acc"], e["worst_group_acc"]) for e in direct}
     assert "best worst-group" in box.readout.value
     with pytest.raises(ValueError, match="options"):
-        widgets.comparison_panel(options={"seeds": [1, 2]})
+        panels.comparison_panel(options={"seeds": [1, 2]})
     with pytest.raises(ValueError, match="run_fn or options"):
-        widgets.comparison_panel(lambda **k: [], options={})
+        panels.comparison_panel(lambda **k: [], options={})
     with pytest.raises(TypeError, match="options"):
-        widgets.comparison_panel(options=[1])
+        panels.comparison_panel(options=[1])

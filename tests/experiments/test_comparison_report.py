@@ -1,4 +1,4 @@
-"""The capstone's read-out (dro_lab.experiments.comparison_report, lesson 07) against hand computations.
+"""The capstone's read-out (dro_course.lessons.comparison.report, lesson 07) against hand computations.
 
 * the illustration rule is the one of ``is_illustration`` (checked on ExperimentResult objects);
 * an illustration's table and narrative draw no verdict, and its numbers are paired means computed here by a
@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dro_lab.experiments import METHODS, ExperimentResult, is_illustration
-from dro_lab.experiments.comparison_report import (
+from dro_course.beside import is_illustration
+from dro_course.lessons.comparison.report import (
     ComparisonReport,
     comparison_methods,
     is_illustration_run,
     methods_markdown,
 )
+from dro_lab.experiments import METHODS, ExperimentResult
 
 VERDICT_WORDS = re.compile(r"\b(held|did not hold|not resolved)\b")
 
@@ -48,9 +49,8 @@ def _rows(seeds, methods=tuple(METHODS), shift=None, noise=0.02, seed=0):
                     "seconds_per_epoch": 0.004 * (1 + 3 * rng.random()),
                     "seconds_total": 0.1,
                     "epochs": 15,
-                    "lesson": METHODS[m].lesson,
-                    "knob": "",
                     "family": METHODS[m].family,
+                    "knob": "",
                 }
             )
     return rows

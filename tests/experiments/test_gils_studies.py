@@ -1,6 +1,6 @@
-"""The studies around GI-LS (dro_lab.experiments.gils_studies): the BO objective on a validation split moves with
-its parameters and equals a run of the experiment's GI-LS arm, optuna's experimental warning stays silent, the
-γ studies against gils_shift's definition, and the bookkeeping against brute-force counts."""
+"""The studies around GI-LS (dro_course.lessons.label_smoothing_dro.studies): the BO objective on a validation split
+moves with its parameters and equals a run of the experiment's GI-LS arm, optuna's experimental warning stays silent,
+the γ studies against gils_shift's definition, and the bookkeeping against brute-force counts."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from dro_lab import MLP, gils_shift
-from dro_lab.experiments import Splits, train_arm, tune
-from dro_lab.experiments.gils_studies import (
+from dro_course.lessons.label_smoothing_dro.studies import (
     TABLE8_GAMMAS,
     bo_search_space,
     bo_studies_markdown,
@@ -25,6 +23,8 @@ from dro_lab.experiments.gils_studies import (
     stable_gamma_limit,
     transport_cost_sweep,
 )
+from dro_lab import MLP, gils_shift
+from dro_lab.experiments import Splits, train_arm, tune
 from dro_lab.experiments.papers.gils import GILS_EXPERIMENT
 
 

@@ -1,5 +1,5 @@
-"""dro_lab.experiments.group_dro_checks: ALSO against torch's own Adam, Optimistic Mirror-Prox against the L-BFGS saddle
-point, and π's trajectory against the KL written out in numpy."""
+"""dro_course.lessons.group_dro_also.checks: ALSO against torch's own Adam, Optimistic Mirror-Prox against the L-BFGS
+saddle point, and π's trajectory against the KL written out in numpy."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import dro_lab
+from dro_course.lessons.group_dro_also.checks import mirror_prox_distances, pi_trajectory_run, trained_parameters
+from dro_course.lessons.group_dro_also.saddle import logistic_dro_saddle
 from dro_lab.data import load_digits, load_tabular
-from dro_lab.experiments.group_dro_checks import mirror_prox_distances, pi_trajectory_run, trained_parameters
-from dro_lab.optim.saddle import logistic_dro_saddle
 
 
 @pytest.fixture(scope="module")

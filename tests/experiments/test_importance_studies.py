@@ -1,5 +1,5 @@
-"""Lesson 03's side studies (dro_lab.experiments.importance_studies): the cost ratios against the runs' own seconds
-and the paper's Table 1, and the forgotten-weights runs against the exact optimum of the logistic loss."""
+"""Lesson 03's side studies (dro_course.lessons.importance_sampling.studies): the cost ratios against the runs' own
+seconds and the paper's Table 1, and the forgotten-weights runs against the exact optimum of the logistic loss."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from dro_lab.experiments import load_reference
-from dro_lab.experiments.importance_studies import (
+from dro_course.lessons.importance_sampling.studies import (
     PAPER_TABLE1,
     cost_ratios,
     forgotten_weights_study,
     paper_cost_ratios,
 )
+from dro_lab.experiments import load_reference
 
 
 def test_paper_cost_ratios_are_table_1_over_plain_sgd():
@@ -54,7 +54,7 @@ def _logistic_optimum(x, y):
 @pytest.mark.slow
 def test_forgotten_weights_leave_the_optimum_and_the_weighted_runs_approach_it():
     study = forgotten_weights_study(epochs=15, seed=0)
-    from dro_lab.experiments.importance_studies import _two_gaussians
+    from dro_course.lessons.importance_sampling.studies import _two_gaussians
 
     data = _two_gaussians(200, 0)
     theta, loss = _logistic_optimum(data.x.double().numpy(), data.y.numpy())

@@ -9,6 +9,7 @@ import json
 import math
 import shlex
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -28,6 +29,7 @@ from dro_lab.experiments import (
 DATA = resources.files("dro_lab.experiments").joinpath("reference_results")
 SCHEMA = json.loads(DATA.joinpath("reference.schema.json").read_text())
 NAMES = list(REFERENCES)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _shipped(name: str) -> dict:
@@ -35,14 +37,24 @@ def _shipped(name: str) -> dict:
 
 
 def test_one_reference_per_paper_lesson():
+    """The library knows each reference by its experiment's name; which lesson shows it is the course's mapping."""
+    from dro_course.beside import REFERENCE_FOR_LESSON
+    from dro_course.syllabus import load_syllabus
+
     assert sorted(REFERENCES) == sorted(EXPERIMENTS)
-    lessons = [plan.lesson for plan in REFERENCES.values()]
+    assert sorted(REFERENCE_FOR_LESSON.values()) == sorted(REFERENCES)
+    lessons = list(REFERENCE_FOR_LESSON)
     assert len(set(lessons)) == 5 and all(lesson[:2] in {"02", "03", "04", "05", "06"} for lesson in lessons)
+    syllabus = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)
+    assert set(lessons) <= set(syllabus.ids)
+    assert all(not hasattr(plan, "lesson") for plan in REFERENCES.values())
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_shipped_file_matches_the_json_schema(name):
-    jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker()).validate(_shipped(name))
+    validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+    validator.validate(_shipped(name))
+    validator.validate(load_reference(name).to_dict())  # what save writes today (no "lesson" key) matches too
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -50,7 +62,7 @@ def test_the_shipped_result_is_what_its_command_makes_today(name):
     """Same experiment, data set, seeds and preset as the registered command, and the configuration and claims the
     current code gives that command: a reference that drifts from the code fails here and must be regenerated."""
     plan, reference = REFERENCES[name], load_reference(name)
-    assert reference.name == name and reference.lesson == plan.lesson
+    assert reference.name == name and not hasattr(reference, "lesson")
     assert reference.labels == [p.label for p in plan.parts]
     for part, command, (label, shipped_command, result) in zip(plan.parts, plan.commands(), reference.parts):
         assert shipped_command == command
@@ -97,9 +109,17 @@ def test_every_claim_is_judged_from_five_paired_seeds(name):
         assert all(math.isfinite(b) for b in v["interval"]), v
 
 
-def test_a_reference_is_found_by_its_lesson_too_and_prints_its_provenance():
-    by_lesson = load_reference(REFERENCES["hws"].lesson)
+def test_a_reference_is_found_by_its_name_only_and_prints_its_provenance():
+    """A lesson's id is the course's to map (dro_course.beside.REFERENCE_FOR_LESSON), not a name the library knows;
+    the shipped files keep the "lesson" key of earlier versions, which loading ignores and saving leaves out."""
+    from dro_course.beside import REFERENCE_FOR_LESSON
+
+    assert "lesson" in _shipped("hws")
+    by_lesson = load_reference(REFERENCE_FOR_LESSON["02_hardness_weighted_sampling"])
     assert by_lesson.to_dict() == load_reference("hws").to_dict()
+    assert set(by_lesson.to_dict()) == {"schema", "name", "parts"}
+    with pytest.raises(ValueError, match=r"^no reference '02_hardness_weighted_sampling'; references: hws, importance"):
+        load_reference("02_hardness_weighted_sampling")
     text = by_lesson.markdown()
     assert REFERENCES["hws"].commands()[0] in text and "5 paired seeds" in text and "fashion-mnist" in text
 
@@ -112,7 +132,9 @@ def test_bad_requests_are_refused(tmp_path):
     with pytest.raises(ValueError, match="schema 0"):
         Reference.from_dict({**_shipped("hws"), "schema": 0})
     with pytest.raises(ValueError, match=r"parts\[0\] lacks \['command'\]"):
-        Reference.from_dict({"schema": 1, "name": "x", "lesson": "x", "parts": [{"label": "", "result": {}}]})
+        Reference.from_dict({"schema": 1, "name": "x", "parts": [{"label": "", "result": {}}]})
+    with pytest.raises(ValueError, match=r"lacks \['name'\]"):
+        Reference.from_dict({"schema": 1, "lesson": "x", "parts": _shipped("hws")["parts"]})
     with pytest.raises(FileNotFoundError, match="dro-lab experiment hws"):
         bundle_reference("hws", tmp_path)
     with pytest.raises(ValueError, match="parts"):
@@ -191,7 +213,7 @@ def test_list_prints_every_command(capsys):
 
 
 def test_the_reference_is_drawn_beside_a_live_run():
-    from dro_lab.viz import reference_beside_live_figure
+    from dro_course.figures import reference_beside_live_figure
 
     reference = load_reference("hws").result()
     live = dataclasses.replace(reference, seeds=[0], runs=[r for r in reference.runs if r["seed"] == 0], preset="smoke")

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 import dro_lab
+from dro_course.lessons.dro_foundations import MinorityToy, run_minority_toy, toy_strategy
 from dro_lab.data import make_minority_blobs
-from dro_lab.experiments import MinorityToy, judge, run_minority_toy, toy_strategy
+from dro_lab.experiments import judge
 
 LOSSES = torch.tensor([0.3, 1.2, 0.1, 2.0, 0.8, 0.5], dtype=torch.float64)
 GROUPS = torch.tensor([0, 0, 0, 0, 1, 1])
@@ -134,15 +135,15 @@ def test_table_lists_every_method_at_the_lessons_knobs(toy):
 
 
 def test_figures_draw_the_runs(toy):
-    viz = pytest.importorskip("dro_lab.viz")
-    fig = viz.toy_boundaries_figure(toy)
+    lesson = pytest.importorskip("dro_course.lessons.dro_foundations")
+    fig = lesson.toy_boundaries_figure(toy)
     contours = [t for t in fig.data if t.type == "contour"]
     assert len(contours) == len(toy.models)
     colors = [t.line.color for t in contours]
     assert len(set(colors)) == len(colors)
     fair = next(t for t in fig.data if t.name and "fair" in t.name)
     assert list(fair.x) == [0, 0]
-    sweep = viz.toy_sweep_figure(toy, "beta")
+    sweep = lesson.toy_sweep_figure(toy, "beta")
     lines = [t for t in sweep.data if t.x and t.x[0] is not None]
     assert {t.name.split(":")[0] for t in lines} == {"KL", "group KL"}
     for t in lines:
@@ -152,12 +153,12 @@ def test_figures_draw_the_runs(toy):
     kl_worst = next(t for t in lines if t.name == "KL: worst-group")
     want = [np.mean([r["worst_group_accuracy"] for r in toy.rows(["KL"]) if r["value"] == b]) for b in (0.5, 2, 10)]
     np.testing.assert_allclose(kl_worst.y, want)
-    assert "α" in viz.toy_sweep_figure(toy, "alpha").layout.xaxis.title.text
+    assert "α" in lesson.toy_sweep_figure(toy, "alpha").layout.xaxis.title.text
 
 
 def test_toy_panel_builds():
-    widgets = pytest.importorskip("dro_lab.widgets")
-    box = widgets.toy_panel(beta=3.0, radius=0.2, alpha=0.3, n_train=40, epochs=2)
+    lesson = pytest.importorskip("dro_course.lessons.dro_foundations")
+    box = lesson.toy_panel(beta=3.0, radius=0.2, alpha=0.3, n_train=40, epochs=2)
     sliders = box.children[1].children[:3]
     assert [s.value for s in sliders] == pytest.approx([3.0, 0.2, 0.3])
     assert "β" in sliders[0].description

@@ -2,11 +2,11 @@
 
 * Under each lesson's title: ``Open in [Colab](…) · [Binder](…)``, text links (no remote image: the course website
   fetches nothing from the network) to this very notebook on the repository of the README's Binder badge.
-* The first code cell is tagged ``install``: where ``dro_lab`` is importable (JupyterLab, Binder, papermill) it does
-  nothing, which is checked by running it with IPython's ``get_ipython`` stubbed so that any magic or shell command
-  fails the test; where it is missing (Colab) it clones the repository, installs it editable with the lessons'
-  extras and torchattacks without its dependencies, and makes the clone importable in the running kernel (recorded,
-  not run).
+* The first code cell is tagged ``install``: where the course (``dro_course``) is importable (JupyterLab, Binder,
+  papermill) it does nothing, which is checked by running it with IPython's ``get_ipython`` stubbed so that any magic
+  or shell command fails the test; where it is missing (Colab, also after an earlier ``pip install`` of a library
+  without the course) it installs the package from the repository with the lessons' extras, and torchattacks without
+  its dependencies (recorded, not run).
 """
 
 from __future__ import annotations
@@ -105,39 +105,32 @@ def test_every_lesson_has_the_same_install_cell():
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
-def test_the_install_cell_does_nothing_where_dro_lab_is_installed(path, monkeypatch):
-    assert importlib.util.find_spec("dro_lab") is not None
+def test_the_install_cell_does_nothing_where_the_course_is_installed(path, monkeypatch):
+    assert importlib.util.find_spec("dro_course") is not None
     monkeypatch.setattr(sys, "path", sys.path.copy())
     before = sys.path.copy()
     _run_install_cell(_install_cell(_read(path)).source, _NoShell())
     assert sys.path == before
 
 
-def test_without_dro_lab_the_install_cell_clones_installs_and_imports_the_course(monkeypatch, tmp_path):
+@pytest.mark.parametrize("missing", [{"dro_lab", "dro_course"}, {"dro_course"}], ids=["nothing", "library-only"])
+def test_without_the_course_the_install_cell_installs_it_from_the_repository(monkeypatch, missing):
+    """On a fresh Colab, and where an older dro_lab without the course was pip-installed first: the cell installs
+    the package (library and course) from the repository, with the lessons' extras, then torchattacks."""
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "dro_lab" else real_find_spec(name, *a)
+        importlib.util, "find_spec", lambda name, *a: None if name in missing else real_find_spec(name, *a)
     )
-    monkeypatch.setattr(sys, "path", sys.path.copy())
-    monkeypatch.chdir(tmp_path)  # Colab's /content
     shell = _Recorder()
     _run_install_cell(_install_cell(_read(LESSONS[0])).source, shell)
 
-    clone, install, attacks = shell.calls
-    clone_args = clone[1].split()
-    assert clone[0] == "!" and clone_args[:2] == ["git", "clone"], clone
-    assert f"https://github.com/{_github_repository()}" in clone_args, clone
-    folder = clone_args[-1]
-    assert not folder.isidentifier(), f"clone folder {folder!r}: a namespace package that could shadow dro_lab"
-
+    install, attacks = shell.calls
     assert install[0] == "%pip", install
-    editable = re.fullmatch(r'install --quiet -e "\./([^"\[]+)\[([\w,]+)\]"', install[1])
-    assert editable and editable.group(1) == folder, install
+    found = re.fullmatch(r'install --quiet "dro-lab\[([\w,]+)\] @ git\+https://github\.com/([\w.-]+/[\w.-]+)"', install[1])
+    assert found and found.group(2) == _github_repository(), install
     extras = _pyproject()["project"]["optional-dependencies"]
-    assert set(editable.group(2).split(",")) == {"viz", "vision", "bo"} and {"viz", "vision", "bo"} <= set(extras)
-
+    assert set(found.group(1).split(",")) == {"viz", "vision", "bo"} and {"viz", "vision", "bo"} <= set(extras)
     assert attacks == ("%pip", f"install --quiet --no-deps torchattacks=={_constraint('torchattacks')}"), attacks
-    assert sys.path[0] == os.path.join(os.getcwd(), folder), sys.path[:2]
 
 
 def _pyproject() -> dict:

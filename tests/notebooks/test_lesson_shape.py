@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dro_lab.course import read_solutions, solutions_path
-from dro_lab.course.exercises import CHECK_TAG, EXERCISE_TAG, SOLUTION_TAG, exercise_id
+from dro_course import read_solutions, solutions_path
+from dro_course.exercises import CHECK_TAG, EXERCISE_TAG, SOLUTION_TAG, exercise_id
 
 REPO = Path(__file__).resolve().parents[2]
 LESSONS = sorted((REPO / "notebooks").glob("0*.ipynb"))
@@ -96,7 +96,7 @@ def _exercise_problems(path: Path, nb) -> list[str]:
         for i, c in enumerate(nb.cells[first:], first)
         if c.cell_type == "code" and not {EXERCISE_TAG, CHECK_TAG} & set(_tags(c))
     ]
-    if after:  # the solutions run after the whole lesson (dro_lab.course.instructor): nothing may follow them
+    if after:  # the solutions run after the whole lesson (dro_course.runner.instructor): nothing may follow them
         problems.append(f"cells {after}: code after the first exercise that is neither an exercise nor its check")
     wanted = 1 if path.stem.startswith("00") else 3
     if len(ids) < wanted:

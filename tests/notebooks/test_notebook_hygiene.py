@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dro_lab.course import load_syllabus
+from dro_course import load_syllabus
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = REPO / "notebooks"
@@ -122,7 +122,7 @@ def test_every_notebook_is_in_the_syllabus_and_every_lesson_exists():
 def test_preset_parameters_are_declared_by_the_notebook(lesson):
     if not lesson.notebook.is_file():
         pytest.skip(f"{lesson.notebook_relpath} is not written yet (reported by the test above)")
-    from dro_lab.course import notebook_parameters  # papermill.inspect_notebook misses `x = 1  # a = b` lines
+    from dro_course import notebook_parameters  # papermill.inspect_notebook misses `x = 1  # a = b` lines
 
     declared = notebook_parameters(lesson.notebook)
     for preset in SYLLABUS.presets:
@@ -142,7 +142,7 @@ def test_every_assignment_of_the_parameters_cell_is_a_declared_parameter(lesson)
 
     import nbformat
 
-    from dro_lab.course import notebook_parameters
+    from dro_course import notebook_parameters
 
     nb = nbformat.read(str(lesson.notebook), as_version=4)
     (cell,) = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]

@@ -1,6 +1,6 @@
-"""dro_lab.optim.saddle: the group-DRO problem solved by other means, checked against closed forms written out here in
-numpy, brute force over the simplex, an independent iteration of the bilinear game and the saddle-point
-inequalities."""
+"""dro_course.lessons.group_dro_also.saddle: the group-DRO problem solved by other means, checked against closed forms
+written out here in numpy, brute force over the simplex, an independent iteration of the bilinear game and the
+saddle-point inequalities."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from dro_lab.optim.saddle import (
+from dro_course.lessons.group_dro_also.saddle import (
     SaddlePoint,
     kl_penalised_value,
     logistic_dro_saddle,

@@ -1,6 +1,6 @@
-"""Lesson 03's one-step analysis (dro_lab.pergrad.is_variance) against independent oracles: real torch.optim steps
-enumerated over the N draws, a per-example autograd loop, the optimizers' first-step closed forms, Cauchy–Schwarz
-and the closed forms of H."""
+"""Lesson 03's one-step analysis (dro_course.lessons.importance_sampling.is_variance) against independent oracles: real
+torch.optim steps enumerated over the N draws, a per-example autograd loop, the optimizers' first-step closed forms,
+Cauchy–Schwarz and the closed forms of H."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dro_lab.pergrad import is_variance as isv
+from dro_course.lessons.importance_sampling import is_variance as isv
 from dro_lab.pergrad import per_sample_grad_norms
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from scipy.special import softmax
 
-from dro_lab.samplers import (
+from dro_course.lessons.hardness_weighted_sampling.diagnostics import (
     mc_gradient_errors,
     minority_mass_curve,
     simulate_history_ages,

@@ -1,4 +1,4 @@
-"""Every panel's static twin (``box.static_twin``): its frames are the viz builder called directly at the knob
+"""Every panel's static twin (``box.static_twin``): its frames are the figures builder called directly at the knob
 values (or a closed form of the test's own run functions), its slider steps are those values, its first data
 the starting values' figure; the displayed output carries it as metadata; Colab and VS Code get it instead of the
 live panel; ``front_end`` reads the environment.
@@ -17,8 +17,11 @@ import pytest
 import torch
 from IPython.core.formatters import DisplayFormatter
 
-from dro_lab import viz, widgets
-from dro_lab.widgets.twin import TWIN_MAX_BYTES, front_end
+from dro_course import figures, panels
+from dro_course.lessons import dro_foundations as toys
+from dro_course.lessons import hardness_weighted_sampling as hws
+from dro_course.lessons import importance_sampling as isl
+from dro_course.panels.twin import TWIN_MAX_BYTES, front_end
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -80,7 +83,7 @@ LABELS = np.arange(24) % 4
 
 
 def test_weights_panel_twin_is_the_builder_at_each_knob_value_and_kl_is_the_softmax():
-    box = widgets.weights_panel(LOSSES, beta=2.0, radius=0.1, alpha=0.2)
+    box = panels.weights_panel(LOSSES, beta=2.0, radius=0.1, alpha=0.2)
     twin = _twin(box)
     assert _labels(twin, 0) == ["0.01", "0.1", "1", "2", "10", "100", "1000"]
     assert _labels(twin, 1) == ["0.001", "0.01", "0.1", "1", "10"]
@@ -88,7 +91,7 @@ def test_weights_panel_twin_is_the_builder_at_each_knob_value_and_kl_is_the_soft
     assert [s.active for s in twin.layout.sliders] == [3, 2, 2]
 
     def builder(beta=2.0, radius=0.1, alpha=0.2):
-        return viz.weights_figure(LOSSES, viz.weights_for_knobs(LOSSES, beta=beta, radius=radius, alpha=alpha))
+        return figures.weights_figure(LOSSES, figures.weights_for_knobs(LOSSES, beta=beta, radius=radius, alpha=alpha))
 
     _assert_same_traces(_initial(twin), builder())
     for k, knob, label, value in [(0, "beta", "10", 10.0), (0, "beta", "0.01", 0.01), (1, "radius", "1", 1.0),
@@ -101,37 +104,37 @@ def test_weights_panel_twin_is_the_builder_at_each_knob_value_and_kl_is_the_soft
 
 @pytest.mark.slow
 def test_hws_and_is_variance_panels_twins_are_their_builders():
-    box = widgets.hws_panel(LOSSES, LABELS, minority=2, batch_size=8, beta=1.0)
+    box = hws.hws_panel(LOSSES, LABELS, minority=2, batch_size=8, beta=1.0)
     twin = _twin(box)
     assert _labels(twin, 1) == ["KL", "χ²"]
     shown, _ = _frame(twin, 1, "χ²")
-    fig = viz.hws_sampling_figure(LOSSES, LABELS, beta=1.0, divergence="chi2", minority=2, batch_size=8)
+    fig = hws.hws_sampling_figure(LOSSES, LABELS, beta=1.0, divergence="chi2", minority=2, batch_size=8)
     _assert_same_traces(shown, fig)
-    _assert_same_traces(_frame(twin, 0, "100")[0], viz.hws_sampling_figure(LOSSES, LABELS, beta=100.0,
+    _assert_same_traces(_frame(twin, 0, "100")[0], hws.hws_sampling_figure(LOSSES, LABELS, beta=100.0,
                                                                            minority=2, batch_size=8))  # fmt: skip
 
     g = np.random.default_rng(1).normal(size=(12, 5))
     gram = g @ g.T
-    twin = _twin(widgets.is_variance_panel(gram, alpha=0.5, batch_size=3))
+    twin = _twin(isl.is_variance_panel(gram, alpha=0.5, batch_size=3))
     assert _labels(twin, 0) == ["0", "0.25", "0.5", "0.75", "1"]
     shown, layout = _frame(twin, 1, "0")
-    _assert_same_traces(shown, viz.is_variance_figure(gram, alpha=0.5, weight_exponent=0.0, batch_size=3))
+    _assert_same_traces(shown, isl.is_variance_figure(gram, alpha=0.5, weight_exponent=0.0, batch_size=3))
     assert (
         layout.title.text
-        == viz.is_variance_figure(gram, alpha=0.5, weight_exponent=0.0, batch_size=3).layout.title.text
+        == isl.is_variance_figure(gram, alpha=0.5, weight_exponent=0.0, batch_size=3).layout.title.text
     )
 
 
 def test_tau_and_done_r_twins_follow_their_closed_forms():
     L, prior = np.array([1.0, 2.0, 0.5]), np.array([0.5, 0.3, 0.2])
-    twin = _twin(widgets.tau_panel(L, prior, beta=10.0, labels=["a", "b", "c"]))
+    twin = _twin(panels.tau_panel(L, prior, beta=10.0, labels=["a", "b", "c"]))
     assert _labels(twin) == ["0.01", "0.1", "1", "10", "100", "1000"]
     shown, _ = _frame(twin, 0, "1")
-    _assert_same_traces(shown, viz.pi_star_bar_figure(L, prior, beta=1.0, labels=["a", "b", "c"]))
+    _assert_same_traces(shown, figures.pi_star_bar_figure(L, prior, beta=1.0, labels=["a", "b", "c"]))
     star = _softmax(np.log(prior) + 1.0 * L)
     assert any(np.allclose(_numbers(t.y), star, rtol=1e-3) for t in shown if t.type == "bar")
 
-    twin = _twin(widgets.done_r_panel(LOSSES, LABELS, r=1.0))
+    twin = _twin(panels.done_r_panel(LOSSES, LABELS, r=1.0))
     assert _labels(twin) == ["0.1", "1", "10", "100"]
     for label, r in (("0.1", 0.1), ("100", 100.0)):
         w = _softmax(LOSSES / r)
@@ -143,7 +146,7 @@ def test_tau_and_done_r_twins_follow_their_closed_forms():
 def test_bilinear_twin_is_the_builder_on_the_recomputed_paths():
     from dro_lab import bilinear_game_path
 
-    twin = _twin(widgets.bilinear_panel(lr=0.1, alpha=1.0, steps=300))
+    twin = _twin(panels.bilinear_panel(lr=0.1, alpha=1.0, steps=300))
     assert _labels(twin, 0) == ["0", "0.5", "1", "1.5", "2"] and _labels(twin, 1) == [
         "0.05",
         "0.1",
@@ -154,7 +157,7 @@ def test_bilinear_twin_is_the_builder_on_the_recomputed_paths():
     for k, label, alpha, lr in ((0, "2", 2.0, 0.1), (1, "0.3", 1.0, 0.3)):
         paths = {"α = 0 (descent–ascent)": bilinear_game_path(lr=lr, alpha=0.0, steps=300),
                  f"α = {alpha:.2f}": bilinear_game_path(lr=lr, alpha=alpha, steps=300)}  # fmt: skip
-        fig = viz.bilinear_figure(paths, title=f"300 steps of size γ = {lr:.3g} on min_x max_y xy")
+        fig = figures.bilinear_figure(paths, title=f"300 steps of size γ = {lr:.3g} on min_x max_y xy")
         shown, layout = _frame(twin, k, label)
         _assert_same_traces(shown, fig)
         assert layout.title.text == fig.layout.title.text
@@ -172,7 +175,7 @@ def test_attack_toy_twin_moves_the_points_by_pgd_and_not_at_all_at_eps_zero():
     model = dro_lab.MLP(2, 2, hidden=(8,))
     dro_lab.fit(model, ArrayDataset(x, y, num_classes=2), epochs=5, batch_size=16, lr=0.05, device="cpu",
                 progress=False)  # fmt: skip
-    twin = _twin(widgets.attack_toy_panel(model, x, y, eps=0.3, alpha=0.05, steps=10, grid=30))
+    twin = _twin(panels.attack_toy_panel(model, x, y, eps=0.3, alpha=0.05, steps=10, grid=30))
     assert _labels(twin, 0) == ["0", "0.1", "0.2", "0.3", "0.5", "1"]
     adversarial = lambda shown: [t for t in shown if "(adversarial)" in (t.name or "")]  # noqa: E731
     for c, trace in enumerate(adversarial(_frame(twin, 0, "0")[0])):
@@ -186,10 +189,10 @@ def test_attack_toy_twin_moves_the_points_by_pgd_and_not_at_all_at_eps_zero():
 
 
 def test_gils_twin_has_no_shift_at_zero_steps():
-    from dro_lab.experiments.gils_studies import gils_toy_problem
+    from dro_course.lessons.label_smoothing_dro.studies import gils_toy_problem
 
     model, x, y = gils_toy_problem(0, n=30, epochs=5)
-    twin = _twin(widgets.gils_toy_panel(model, x, y, alpha=0.3, gamma=1.0, eta=0.1, steps=10, grid=20))
+    twin = _twin(panels.gils_toy_panel(model, x, y, alpha=0.3, gamma=1.0, eta=0.1, steps=10, grid=20))
     assert _labels(twin, 1) == ["0", "2", "5", "10", "20"]
     assert [s.currentvalue.prefix for s in twin.layout.sliders] == ["α = ", "T = ", "γ = "]
     shown, layout = _frame(twin, 1, "0")
@@ -215,13 +218,13 @@ def _fake_simulate(calls):
 
 def test_pi_run_panel_twin_calls_simulate_five_times_and_draws_its_results():
     calls = []
-    box = widgets.pi_run_panel(_fake_simulate(calls), beta=10.0, alpha=1.0)
+    box = panels.pi_run_panel(_fake_simulate(calls), beta=10.0, alpha=1.0)
     assert calls == []  # nothing runs before the twin is asked for
     twin = _twin(box)
     assert sorted(calls) == sorted([(10.0, 1.0), (1.0, 1.0), (100.0, 1.0), (10.0, 0.0), (10.0, 2.0)])
     assert _labels(twin, 0) == ["1", "10", "100"] and _labels(twin, 1) == ["0", "1", "2"]
     result = _fake_simulate([])(beta=100.0, alpha=1.0)
-    fig = viz.pi_trajectory_figure(result["pi"], labels=result["labels"], prior=result["prior"], x_title="epoch",
+    fig = figures.pi_trajectory_figure(result["pi"], labels=result["labels"], prior=result["prior"], x_title="epoch",
                                    title="π over training, β = 100 (τ = 0.01), α = 1.00")  # fmt: skip
     shown, layout = _frame(twin, 0, "100")
     _assert_same_traces(shown, fig)
@@ -236,7 +239,7 @@ def test_training_panel_twin_holds_the_runs_first_epochs_at_each_value():
             epochs_run.append(epoch)
             callback(epoch, {"train_loss": lr * epoch, "test_accuracy": 1 - lr / epoch})
 
-    box = widgets.training_panel(train, {"lr": W.FloatSlider(value=0.5, min=0.1, max=1.0)})
+    box = panels.training_panel(train, {"lr": W.FloatSlider(value=0.5, min=0.1, max=1.0)})
     twin = _twin(box)
     assert _labels(twin) == ["0.25", "0.5", "1"]
     for label, lr in (("0.25", 0.25), ("1", 1.0)):
@@ -249,27 +252,27 @@ def test_training_panel_twin_holds_the_runs_first_epochs_at_each_value():
 
 
 def test_toy_panel_twin_is_a_smaller_toy_at_three_betas():
-    from dro_lab.experiments.toys import run_minority_toy
+    from dro_course.lessons.dro_foundations import run_minority_toy
 
-    box = widgets.toy_panel(beta=3.0, radius=0.2, alpha=0.3, n_train=40, epochs=2)
+    box = toys.toy_panel(beta=3.0, radius=0.2, alpha=0.3, n_train=40, epochs=2)
     twin = _twin(box)
     assert _labels(twin) == ["0.5", "3", "10"]
     small = run_minority_toy(beta=10.0, radius=0.2, alpha=0.3, seeds=[0], n_train=40, epochs=2, resolution=40)
-    fig = viz.toy_boundaries_figure(small, title="A smaller toy (40 points, 2 epochs): β = 10, r = 0.2, α = 0.3")
+    fig = toys.toy_boundaries_figure(small, title="A smaller toy (40 points, 2 epochs): β = 10, r = 0.2, α = 0.3")
     shown, layout = _frame(twin, 0, "10")
     _assert_same_traces(shown, fig)
     assert layout.title.text == fig.layout.title.text
 
 
 def test_experiment_panel_twin_retrains_only_the_methods_that_take_the_knob():
+    from dro_course.panels.training import TWIN_BUDGET, _small_splits
     from dro_lab.experiments import EXPERIMENTS, train_arm
-    from dro_lab.widgets.training import TWIN_BUDGET, _small_splits
 
     experiment = EXPERIMENTS["hws"]
     config = experiment.config("digits", "smoke", {"epochs": 3})
     splits = experiment.data("digits", 0, config)
     slider = W.FloatLogSlider(value=10.0, base=10, min=-1, max=2, description="β (HWS)")
-    box = widgets.experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10"],
+    box = panels.experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10"],
                                             controls={"beta": slider}, metrics=("train_loss", "minority_accuracy"),
                                             device="cpu")  # fmt: skip
     twin = _twin(box)
@@ -301,17 +304,17 @@ def test_comparison_panel_twin_draws_run_fns_summaries():
         return [{"method": m, "n_seeds": 1, "avg_acc": 0.8 + 0.01 * k, "avg_acc_sd": 0.0,
                  "worst_group_acc": 0.3 + 0.001 * beta * (m == "KL-DRO") + 0.05 * done_r * (m == "DONE"),
                  "worst_group_acc_sd": 0.0, "seconds_per_epoch": 1.0 + k, "seconds_per_epoch_sd": 0.0,
-                 "cost_vs_reference": 1.0 + k, "lesson": "", "symbol": "", "knob": ""}
+                 "cost_vs_reference": 1.0 + k, "family": "", "symbol": "", "knob": ""}
                 for k, m in enumerate(methods)]  # fmt: skip
 
     names = ["ERM", "KL-DRO", "DONE"]
-    box = widgets.comparison_panel(run_fn, names, beta=10.0)
+    box = panels.comparison_panel(run_fn, names, beta=10.0)
     twin = _twin(box)
     assert _labels(twin, 0) == ["0.1", "10", "100"] and len(twin.layout.sliders) == 6
     assert len(twin.frames) == 1 + 2 + 5  # β at both ends, every other knob at its farther end
     entries = run_fn(methods=names, beta=100.0, done_r=1.0, cvar_alpha=0.2, is_alpha=0.5, also_alpha=1.0,
                      ls_alpha=0.1)  # fmt: skip
-    fig = viz.comparison_figure(entries, front=pareto_front(entries), reference="ERM", width=760, height=540)
+    fig = figures.comparison_figure(entries, front=pareto_front(entries), reference="ERM", width=760, height=540)
     _assert_same_traces(_frame(twin, 0, "100")[0], fig)
 
 
@@ -320,7 +323,7 @@ def test_comparison_panel_twin_draws_run_fns_summaries():
 
 def test_the_display_carries_the_twin_as_metadata_and_a_readable_plain_line(monkeypatch):
     monkeypatch.setenv("DRO_LAB_FRONT_END", "jupyter")
-    box = widgets.tau_panel([1.0, 2.0], beta=10.0)
+    box = panels.tau_panel([1.0, 2.0], beta=10.0)
     data, meta = DisplayFormatter().format(box)
     assert WIDGET_VIEW in data
     assert data["text/plain"] == "Interactive panel: Worst-case group weights π* — run the cell in JupyterLab to use it"
@@ -338,7 +341,7 @@ def test_colab_and_vscode_get_the_twin_with_a_note(monkeypatch, where, why):
         monkeypatch.setitem(__import__("sys").modules, "google.colab", object())
     else:
         monkeypatch.setenv("PYDEVD_IPYTHON_COMPATIBLE_DEBUGGING", "1")
-    box = widgets.done_r_panel(LOSSES, LABELS, r=1.0)
+    box = panels.done_r_panel(LOSSES, LABELS, r=1.0)
     data, meta = DisplayFormatter().format(box)
     assert WIDGET_VIEW not in data
     page = data["text/html"]
@@ -370,13 +373,13 @@ def test_a_twin_that_cannot_be_built_warns_and_the_live_panel_still_shows():
             raise RuntimeError("no figure past 100")
         return go.Figure(go.Scatter(x=[0, 1], y=[0, beta]))
 
-    box = widgets.panel(figure_fn, {"beta": widgets.beta_slider(1.0)}, title="t")
+    box = panels.panel(figure_fn, {"beta": panels.beta_slider(1.0)}, title="t")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         data, meta = DisplayFormatter().format(box)
     assert WIDGET_VIEW in data and not meta
     assert any("could not be built" in str(w.message) for w in caught)
-    assert widgets.panel(figure_fn, {"beta": widgets.beta_slider(1.0)}, twin=False).static_twin is None
+    assert panels.panel(figure_fn, {"beta": panels.beta_slider(1.0)}, twin=False).static_twin is None
 
 
 @pytest.mark.browser
@@ -392,7 +395,7 @@ def test_the_fallback_page_draws_the_twin_and_its_slider_moves_in_chromium(where
     if chromium is None:
         pytest.skip("no Chromium on this machine")
     monkeypatch.setenv("DRO_LAB_FRONT_END", where)
-    data, _ = DisplayFormatter().format(widgets.done_r_panel(LOSSES, LABELS, r=1.0))
+    data, _ = DisplayFormatter().format(panels.done_r_panel(LOSSES, LABELS, r=1.0))
     page_file = tmp_path / "out.html"
     page_file.write_text(data["text/html"] if where == "colab" else f"<html><body>{data['text/html']}</body></html>")
     read = "() => Array.from(document.querySelector('.js-plotly-plot')._fullData.slice(-1)[0].y)"

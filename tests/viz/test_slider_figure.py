@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dro_lab.viz import slider_figure
+from dro_course.figures import slider_figure
 
 X = np.linspace(0.0, 1.0, 11)
 

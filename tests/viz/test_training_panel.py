@@ -6,10 +6,10 @@ from __future__ import annotations
 import ipywidgets as W
 import pytest
 
+from dro_course.panels import training_panel
 from dro_lab import fit
 from dro_lab.data.embedded import make_minority_blobs
 from dro_lab.models import make_model
-from dro_lab.widgets import training_panel
 
 
 def test_each_epoch_of_fit_adds_one_point_per_metric_with_the_recorded_value():
@@ -61,8 +61,8 @@ def test_bad_arguments_are_refused(kwargs, error):
 
 def test_the_experiment_panel_trains_the_chosen_method_as_the_experiment_runner_does():
     """Oracle: run_experiment's own record of the same method, seed and setting (untuned, one trial)."""
+    from dro_course.panels import experiment_training_panel
     from dro_lab.experiments import EXPERIMENTS, run_experiment
-    from dro_lab.widgets import experiment_training_panel
 
     experiment = EXPERIMENTS["hws"]
     config = experiment.config("digits", "smoke", {"epochs": 2})
@@ -81,8 +81,8 @@ def test_the_experiment_panel_trains_the_chosen_method_as_the_experiment_runner_
 
 
 def test_the_experiment_panel_refuses_a_method_the_experiment_lacks():
+    from dro_course.panels import experiment_training_panel
     from dro_lab.experiments import EXPERIMENTS
-    from dro_lab.widgets import experiment_training_panel
 
     experiment = EXPERIMENTS["hws"]
     config = experiment.config("digits", "smoke")

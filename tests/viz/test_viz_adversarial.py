@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from dro_lab import pgd_attack, viz
+from dro_course import figures
+from dro_lab import pgd_attack
 
 
 def _toy_model_and_data(n=40, seed=0):
@@ -30,7 +31,7 @@ def test_attack_toy_figure_one_segment_per_adversarial_point_and_eps_balls():
     prob = rng.random((5, 7))
     pts, labels = rng.normal(size=(9, 2)), np.array([0, 1] * 4 + [0])
     adv = pts + 0.2
-    fig = viz.attack_toy_figure(gx, gy, prob, pts, labels, adv, eps=0.2, norm="linf")
+    fig = figures.attack_toy_figure(gx, gy, prob, pts, labels, adv, eps=0.2, norm="linf")
     by = {t.name: t for t in fig.data}
     np.testing.assert_allclose(by["P(class 1)"].z, prob)
     assert by["boundary P = 0.5"].contours.start == 0.5 == by["boundary P = 0.5"].contours.end
@@ -43,18 +44,18 @@ def test_attack_toy_figure_one_segment_per_adversarial_point_and_eps_balls():
     assert sum(v is None for v in ball.x) == 5  # first 5 points
     square = np.array(ball.x[:5], dtype=float)
     np.testing.assert_allclose([square.min(), square.max()], [pts[0, 0] - 0.2, pts[0, 0] + 0.2])
-    circle = viz.attack_toy_figure(gx, gy, prob, pts, labels, eps=0.5, norm="l2", n_balls=1).data[-1]
+    circle = figures.attack_toy_figure(gx, gy, prob, pts, labels, eps=0.5, norm="l2", n_balls=1).data[-1]
     r = np.hypot(np.array(circle.x[:-1], dtype=float) - pts[0, 0], np.array(circle.y[:-1], dtype=float) - pts[0, 1])
     np.testing.assert_allclose(r, 0.5)
-    assert not any(t.name == "clean → adversarial" for t in viz.attack_toy_figure(gx, gy, prob, pts, labels).data)
+    assert not any(t.name == "clean → adversarial" for t in figures.attack_toy_figure(gx, gy, prob, pts, labels).data)
     with pytest.raises(ValueError, match="grid_prob"):
-        viz.attack_toy_figure(gx, gy, prob.T, pts, labels)
+        figures.attack_toy_figure(gx, gy, prob.T, pts, labels)
 
 
 def test_per_class_robust_figure_bars_are_seed_means_and_the_worst_are_the_smallest():
     rng = np.random.default_rng(2)
     at, done = rng.random((3, 10)), rng.random((3, 10))
-    fig = viz.per_class_robust_figure({"AT": at, "DONE": done}, paper={"DONE": np.linspace(0, 1, 10)})
+    fig = figures.per_class_robust_figure({"AT": at, "DONE": done}, paper={"DONE": np.linspace(0, 1, 10)})
     bars = {t.name: t for t in fig.data}
     np.testing.assert_allclose(bars["AT"].y, at.mean(0))
     np.testing.assert_allclose(bars["DONE"].error_y.array, done.std(0, ddof=1))
@@ -63,16 +64,16 @@ def test_per_class_robust_figure_bars_are_seed_means_and_the_worst_are_the_small
     assert all(w == 0 for w in bars["DONE"].marker.line.width)
     assert {int(round((s.x0 + s.x1) / 2)) for s in fig.layout.shapes} == worst
     assert bars["DONE (paper)"].mode == "markers" and bars["DONE (paper)"].offsetgroup == "DONE"
-    one = viz.per_class_robust_figure({"AT": at[0]}, class_names=list("abcdefghij"), highlight_worst=1)
+    one = figures.per_class_robust_figure({"AT": at[0]}, class_names=list("abcdefghij"), highlight_worst=1)
     assert list(one.data[0].x) == list("abcdefghij") and len(one.layout.shapes) == 1
     with pytest.raises(ValueError, match="DONE"):
-        viz.per_class_robust_figure({"AT": at, "DONE": done[:, :4]})
+        figures.per_class_robust_figure({"AT": at, "DONE": done[:, :4]})
 
 
 def test_attack_gap_figure_bars_are_seed_means_with_paper_markers():
     pgd = {"AT": [0.50, 0.52, 0.54], "DONE": [0.58]}
     aa = {"AT": [0.45, 0.47, 0.46], "DONE": [0.50]}
-    fig = viz.attack_gap_figure(pgd, aa, paper={"DONE": (0.57, 0.49)})
+    fig = figures.attack_gap_figure(pgd, aa, paper={"DONE": (0.57, 0.49)})
     by = {t.name: t for t in fig.data}
     np.testing.assert_allclose(by["PGD-20 (ours)"].y, [0.52, 0.58])
     np.testing.assert_allclose(by["AutoAttack (ours)"].y, [0.46, 0.50])
@@ -80,14 +81,14 @@ def test_attack_gap_figure_bars_are_seed_means_with_paper_markers():
     assert list(by["AutoAttack (ours)"].text) == ["gap 0.06", "gap 0.08"]
     assert list(by["PGD-20 (paper)"].x) == ["DONE"] and by["AutoAttack (paper)"].y == (0.49,)
     with pytest.raises(ValueError, match="same"):
-        viz.attack_gap_figure({"AT": [0.5]}, {"DONE": [0.4]})
+        figures.attack_gap_figure({"AT": [0.5]}, {"DONE": [0.4]})
 
 
 def test_attack_toy_panel_eps_zero_is_clean_and_larger_eps_moves_points():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     model, x, y = _toy_model_and_data()
     clean = float((model(x).argmax(1) == y).double().mean())
-    box = widgets.attack_toy_panel(model, x, y, eps=0.0, alpha=0.05, steps=10, grid=20)
+    box = panels.attack_toy_panel(model, x, y, eps=0.0, alpha=0.05, steps=10, grid=20)
     eps_w, a_w = box.sliders["eps"], box.sliders["alpha"]
     assert eps_w.description == "ε (attack radius)" and (eps_w.min, eps_w.max) == (0.0, 1.0)
     assert a_w.description == "α (attack step)" and a_w.min > 0
@@ -127,7 +128,7 @@ def test_experiment_per_class_figure_bars_are_the_seed_means_in_percent_and_whis
     values["AT"][:, 2] = [0.0, 0.0, 0.06]  # a class near 0: its whisker must not go below 0
     finals = {m: {s: {f"class_{c}_robust_accuracy": values[m][s, c] for c in range(4)} for s in range(3)}
               for m in values}  # fmt: skip
-    fig = viz.experiment_per_class_figure(_result(finals))
+    fig = figures.experiment_per_class_figure(_result(finals))
     bars = [t for t in fig.data if t.type == "bar"]
     assert [b.name for b in bars] == ["AT", "DONE"]
     for b in bars:
@@ -140,11 +141,11 @@ def test_experiment_per_class_figure_bars_are_the_seed_means_in_percent_and_whis
     assert list(bars[0].marker.line.width)[2] == 3  # AT's weakest class is outlined
     assert list(bars[0].x) == ["0", "1", "2", "3"]  # four classes: not Fashion-MNIST's ten names
     ten = {m: {s: {f"class_{c}_robust_accuracy": 0.5 for c in range(10)} for s in range(2)} for m in ("AT",)}
-    assert list(viz.experiment_per_class_figure(_result(ten)).data[0].x)[:2] == ["T-shirt/top", "Trouser"]
+    assert list(figures.experiment_per_class_figure(_result(ten)).data[0].x)[:2] == ["T-shirt/top", "Trouser"]
     with pytest.raises(ValueError, match="per-class"):
-        viz.experiment_per_class_figure(_result({"AT": {0: {"robust_accuracy": 0.5}}}))
+        figures.experiment_per_class_figure(_result({"AT": {0: {"robust_accuracy": 0.5}}}))
     with pytest.raises(TypeError):
-        viz.experiment_per_class_figure({"AT": values["AT"]})
+        figures.experiment_per_class_figure({"AT": values["AT"]})
 
 
 def test_final_metric_beside_figure_shows_means_and_every_paired_seed_in_both_panels():
@@ -153,7 +154,7 @@ def test_final_metric_beside_figure_shows_means_and_every_paired_seed_in_both_pa
     ref = _result({m: {s: {"robust_accuracy": v} for s, v in enumerate(vs)} for m, vs in ref_vals.items()})
     live = _result({m: {s: {"robust_accuracy": v} for s, v in enumerate(vs)} for m, vs in live_vals.items()},
                    preset="smoke", dataset="digits")  # fmt: skip
-    fig = viz.final_metric_beside_figure(ref, live, "robust_accuracy")
+    fig = figures.final_metric_beside_figure(ref, live, "robust_accuracy")
     bars = [t for t in fig.data if t.type == "bar"]
     np.testing.assert_allclose(bars[0].y, [np.mean(ref_vals[m]) * 100 for m in ("AT", "DONE")])
     np.testing.assert_allclose(bars[1].y, [np.mean(live_vals[m]) * 100 for m in ("AT", "DONE")])
@@ -165,21 +166,21 @@ def test_final_metric_beside_figure_shows_means_and_every_paired_seed_in_both_pa
     titles = [a.text for a in fig.layout.annotations]
     assert titles[0].startswith("Reference run: fashion-mnist, 3 seeds, full") and "digits, 2 seeds, smoke" in titles[1]
     with pytest.raises(ValueError, match="unknown"):
-        viz.final_metric_beside_figure(ref, live, "robust_accuracy", methods=["MAIL"])
+        figures.final_metric_beside_figure(ref, live, "robust_accuracy", methods=["MAIL"])
     with pytest.raises(TypeError):
-        viz.final_metric_beside_figure(ref, "live", "robust_accuracy")
+        figures.final_metric_beside_figure(ref, "live", "robust_accuracy")
 
 
 def test_final_metric_beside_figure_keeps_an_all_zero_accuracy_axis_at_zero_and_the_title_off_the_panels():
     ref = _result({m: {s: {"tail": v} for s, v in enumerate([0.1, 0.3])} for m in ("AT", "DONE")})
     live = _result({m: {s: {"tail": 0.0} for s in range(2)} for m in ("AT", "DONE")}, preset="smoke")
-    fig = viz.final_metric_beside_figure(ref, live, "tail")
+    fig = figures.final_metric_beside_figure(ref, live, "tail")
     assert tuple(fig.layout.yaxis.range) == pytest.approx((0.0, 1.1 * 30 + 1))
     assert tuple(fig.layout.yaxis2.range) == (0.0, 1.0)  # not centred on 0, never below it
     assert fig.layout.margin.t >= 90 and fig.layout.title.y > 0.9
 
 
 def test_attack_gap_figure_writes_the_gap_inside_the_bar_not_on_its_whisker():
-    fig = viz.attack_gap_figure({"AT": [0.5, 0.52], "DONE": [0.48, 0.5]}, {"AT": [0.45, 0.46], "DONE": [0.4, 0.41]})
+    fig = figures.attack_gap_figure({"AT": [0.5, 0.52], "DONE": [0.48, 0.5]}, {"AT": [0.45, 0.46], "DONE": [0.4, 0.41]})
     aa = [t for t in fig.data if t.name == "AutoAttack (ours)"][0]
     assert aa.textposition == "inside" and list(aa.text) == ["gap 0.055", "gap 0.085"]

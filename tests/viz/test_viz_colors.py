@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dro_lab.viz._style import PALETTE, method_colors
+from dro_course.figures._style import PALETTE, method_colors
 
 
 def test_up_to_thirty_methods_get_distinct_colours():
@@ -20,8 +20,8 @@ def test_a_colour_given_by_the_caller_is_not_reused():
 def test_twelve_methods_of_an_experiment_figure_are_twelve_colours():
     import dataclasses
 
+    from dro_course.figures import experiment_curves_figure
     from dro_lab.experiments import load_reference
-    from dro_lab.viz import experiment_curves_figure
 
     result = load_reference("also").result("ratio 10")
     more = dataclasses.replace(result, methods=result.methods + ["ALSO again", "ERM again"])
@@ -48,7 +48,7 @@ def _zero_run():
 
 
 def test_an_all_zero_accuracy_curve_gets_a_non_negative_axis():
-    from dro_lab.viz import experiment_curves_figure, reference_beside_live_figure
+    from dro_course.figures import experiment_curves_figure, reference_beside_live_figure
 
     ref, zero = _zero_run()
     lo, hi = experiment_curves_figure(zero, "minority_accuracy").layout.yaxis.range
@@ -63,8 +63,8 @@ def test_an_all_zero_accuracy_curve_gets_a_non_negative_axis():
 
 def test_a_short_band_draws_no_corner_markers():
     """Under 20 points plotly's default mode adds markers: a band's corners would show as dots."""
+    from dro_course.figures import experiment_curves_figure
     from dro_lab.experiments import load_reference
-    from dro_lab.viz import experiment_curves_figure
 
     result = load_reference("hws").result()
     bands = [t for t in experiment_curves_figure(result, "minority_accuracy").data if t.fill == "toself"]

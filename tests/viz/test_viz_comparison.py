@@ -1,4 +1,4 @@
-"""The capstone's figure (viz.comparison_figure, lesson 07) stays readable when methods crowd together.
+"""The capstone's figure (figures.comparison_figure, lesson 07) stays readable when methods crowd together.
 
 The labels' boxes are recomputed here from the figure alone — its size, margins and axis ranges give each point's
 pixel position, each annotation's pixel offset gives its label's centre, and a label's box is approximated by its
@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from dro_lab import viz
+from dro_course import figures
 from dro_lab.experiments import METHODS
 
 CHAR = 0.7  # font sizes per character: the test's own approximation of a label's width
@@ -66,7 +66,7 @@ def _overlap(a, b) -> bool:
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
-def _summary(points, costs, lessons=None):
+def _summary(points, costs, families=None):
     names = list(points)
     return [
         {
@@ -76,7 +76,7 @@ def _summary(points, costs, lessons=None):
             "avg_acc_sd": 0.01,
             "worst_group_acc_sd": 0.02,
             "seconds_per_epoch": costs[n],
-            "lesson": (lessons or {}).get(n, METHODS[n].lesson if n in METHODS else ""),
+            "family": (families or {}).get(n, METHODS[n].family if n in METHODS else ""),
             "n_seeds": 2,
         }
         for n in names
@@ -105,7 +105,7 @@ def test_a_crowded_summary_has_no_overlapping_labels():
     costs = {m: 0.004 * (1 + 4 * rng.random()) for m in METHODS}
     costs["ERM"], costs["DONE"] = 0.004, 0.02
     summary = _summary(points, costs)
-    fig = viz.comparison_figure(summary, front=["Upsampling"])
+    fig = figures.comparison_figure(summary, front=["Upsampling"])
     _assert_readable(fig, summary)
     order = [t.name for t in fig.data if t.mode == "markers"]
     assert order.index("DONE") < order.index("ERM")  # ERM's small marker is drawn on top of DONE's
@@ -121,7 +121,7 @@ def test_random_summaries_have_no_overlapping_labels(trial):
     costs = {m: rng.uniform(0.001, 0.05) for m in names}
     summary = _summary(points, costs)
     width, height = rng.choice([(980, 600), (760, 540)])
-    fig = viz.comparison_figure(summary, width=width, height=height)
+    fig = figures.comparison_figure(summary, width=width, height=height)
     _assert_readable(fig, summary)
 
 
@@ -129,7 +129,7 @@ def test_no_marker_hides_another():
     rng = random.Random(7)
     points = {m: (0.8 + rng.uniform(-0.01, 0.01), 0.6 + rng.uniform(-0.01, 0.01)) for m in METHODS}
     costs = {m: rng.uniform(0.001, 0.05) for m in METHODS}
-    fig = viz.comparison_figure(_summary(points, costs))
+    fig = figures.comparison_figure(_summary(points, costs))
     traces = [t for t in fig.data if t.mode == "markers"]
     to_px, _ = _pixels(fig)
     for i, j in itertools.combinations(range(len(traces)), 2):  # trace j is drawn over trace i
@@ -145,7 +145,7 @@ def test_the_legend_keeps_the_summary_order_and_bars_stay_in_0_1():
     points = {"ERM": (0.99, 0.97), "LS": (0.5, 0.01), "AT": (0.7, 0.5)}
     summary = _summary(points, {"ERM": 0.001, "LS": 0.01, "AT": 0.05})
     summary[0]["avg_acc_sd"] = summary[0]["worst_group_acc_sd"] = 0.05  # ± 0.05 would pass 1
-    fig = viz.comparison_figure(summary)
+    fig = figures.comparison_figure(summary)
     methods = sorted((t for t in fig.data if t.mode == "markers"), key=lambda t: t.legendrank)
     assert [t.name for t in methods] == ["ERM", "LS", "AT"]
     for t in methods:
@@ -159,8 +159,8 @@ def test_the_legend_keeps_the_summary_order_and_bars_stay_in_0_1():
 def test_bad_inputs():
     good = _summary({"ERM": (0.8, 0.6)}, {"ERM": 0.01})
     with pytest.raises(TypeError, match="summary"):
-        viz.comparison_figure("ERM")
+        figures.comparison_figure("ERM")
     with pytest.raises(ValueError, match="avg_acc"):
-        viz.comparison_figure([{**good[0], "avg_acc": math.nan}])
+        figures.comparison_figure([{**good[0], "avg_acc": math.nan}])
     with pytest.raises(ValueError, match="width"):
-        viz.comparison_figure(good, width=10)
+        figures.comparison_figure(good, width=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dro_lab import viz
+from dro_course import figures
 
 
 def _softmax(z):
@@ -17,7 +17,7 @@ def _softmax(z):
 def test_done_weight_figure_boxes_are_log_scaled_weights_and_means_are_class_means():
     rng = np.random.default_rng(0)
     w, labels = rng.dirichlet(np.ones(30)), rng.integers(0, 3, 30)
-    fig = viz.done_weight_figure(w, labels, class_names=["zero", "one", "two"])
+    fig = figures.done_weight_figure(w, labels, class_names=["zero", "one", "two"])
     boxes = [t for t in fig.data if t.type == "box"]
     assert [b.name for b in boxes] == ["zero", "one", "two"]
     for c, b in enumerate(boxes):
@@ -27,36 +27,38 @@ def test_done_weight_figure_boxes_are_log_scaled_weights_and_means_are_class_mea
     np.testing.assert_allclose(bar.y, [np.mean(w[labels == c] * 30) for c in range(3)])
     dashed = [s for s in fig.layout.shapes if s.line.dash == "dash"]
     assert sorted(s.y0 for s in dashed) == [0.0, 1.0]
-    scat = viz.done_weight_figure(w, labels, class_accuracy=[0.3, 0.5, 0.7]).data[-1]
+    scat = figures.done_weight_figure(w, labels, class_accuracy=[0.3, 0.5, 0.7]).data[-1]
     assert scat.type == "scatter" and list(scat.x) == [0.3, 0.5, 0.7]
     np.testing.assert_allclose(scat.y, bar.y)
-    s = viz.done_weight_stats(w)
+    s = figures.done_weight_stats(w)
     assert s["ess"] == pytest.approx(1 / np.sum(w**2)) and s["max_scaled"] == pytest.approx(w.max() * 30)
     with pytest.raises(ValueError, match="same length"):
-        viz.done_weight_figure(w, labels[:-1])
+        figures.done_weight_figure(w, labels[:-1])
 
 
 def test_r_schedule_figure_stacks_r_lr_and_metrics():
     t = np.arange(1, 7)
     r = [10, 10, 1, 1, 0.1, 0.1]
     sa = np.array([[0.5, 0.6, 0.7, 0.7, 0.8, 0.8], [0.6, 0.6, 0.7, 0.8, 0.8, 0.9]])
-    fig = viz.r_schedule_figure(t, r, lr_values=np.linspace(0.1, 0.0, 6), metrics={"test SA": sa, "ESS": np.ones(6)})
+    fig = figures.r_schedule_figure(
+        t, r, lr_values=np.linspace(0.1, 0.0, 6), metrics={"test SA": sa, "ESS": np.ones(6)}
+    )
     by = {t_.name: t_ for t_ in fig.data}
     np.testing.assert_allclose(by["r(t)"].y, r)
     assert fig.layout.yaxis.type == "log" and by["learning rate"].yaxis == "y2"
     np.testing.assert_allclose(by["test SA"].y, sa.mean(0))
     assert by["ESS"].yaxis == "y3" and "test SA ± std" in by
-    only_r = viz.r_schedule_figure(t, r)
+    only_r = figures.r_schedule_figure(t, r)
     assert len(only_r.data) == 1
     with pytest.raises(ValueError, match="one value per epoch"):
-        viz.r_schedule_figure(t, r[:3])
+        figures.r_schedule_figure(t, r[:3])
 
 
 def test_done_r_panel_slider_moves_weights_and_ess_against_numpy_softmax():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     rng = np.random.default_rng(4)
     losses, labels = rng.gamma(2.0, 1.0, 32), rng.integers(0, 4, 32)
-    box = widgets.done_r_panel(losses, labels, r=10.0)
+    box = panels.done_r_panel(losses, labels, r=10.0)
     r_w = box.sliders["r"]
     assert r_w.description == "r (DONE temperature, loss units)"
     assert r_w.min == -1.3 and r_w.max == 2 and 0.05 <= 10**r_w.min < 0.051
@@ -78,7 +80,7 @@ def test_done_weight_figure_labels_of_nearby_classes_take_different_sides_and_th
     acc = [0.90, 0.905, 0.2, 0.901]  # classes 0, 1 and 3 sit on one spot: their labels must not share a side
     for c in range(4):  # the same class mean for 0, 1 and 3
         w[labels == c] = 0.05 if c != 2 else 0.1
-    fig = viz.done_weight_figure(w / w.sum(), labels, class_accuracy=acc)
+    fig = figures.done_weight_figure(w / w.sum(), labels, class_accuracy=acc)
     scat = fig.data[-1]
     pos = list(scat.textposition)
     for i in range(4):  # brute force: every pair of points close in both coordinates has distinct label sides

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dro_lab import bilinear_game_path, viz
+from dro_course import figures
+from dro_lab import bilinear_game_path
 
 
 def _bilinear_paths(lr=0.1, steps=300):
@@ -22,7 +23,7 @@ def _softmax_prior(losses, prior, beta):
 
 def test_bilinear_figure_marks_saddle_and_start_and_animates_at_most_60_frames():
     paths = _bilinear_paths()
-    fig = viz.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
+    fig = figures.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
     names = [t.name for t in fig.data]
     assert "saddle (0, 0)" in names and "start z₀" in names
     saddle = fig.data[names.index("saddle (0, 0)")]
@@ -55,7 +56,7 @@ def _assert_every_drawn_point_in_view(fig):
 def test_bilinear_figure_shows_the_whole_outward_spiral():
     """The lesson's figure: 300 steps of γ = 0.1 take descent–ascent to ‖z‖ ≈ 6.3; all of it is drawn, in view."""
     paths = _bilinear_paths()
-    fig = viz.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
+    fig = figures.bilinear_figure({"α = 0": paths[0.0], "α = 1": paths[1.0]}, animate=True)
     assert len(fig.data[0].x) == len(paths[0.0])  # the whole path is drawn
     assert fig.layout.xaxis.range[1] >= np.abs(paths[0.0]).max()
     assert fig.layout.xaxis.range[1] <= 1.1 * np.abs(paths[0.0]).max()  # and the view is no wider than it needs
@@ -66,7 +67,7 @@ def test_bilinear_figure_shows_the_whole_outward_spiral():
 @pytest.mark.parametrize("lr", [0.05, 0.1, 0.3, 0.5])
 def test_bilinear_figure_view_contains_every_drawn_point(lr):
     paths = _bilinear_paths(lr=lr)  # at γ = 0.3 descent–ascent reaches ‖z‖ ~ 6e5
-    fig = viz.bilinear_figure({"gda": paths[0.0], "optimistic": paths[1.0]}, animate=True)
+    fig = figures.bilinear_figure({"gda": paths[0.0], "optimistic": paths[1.0]}, animate=True)
     _assert_every_drawn_point_in_view(fig)
     half = fig.layout.xaxis.range[1]
     assert half >= 1.5 * np.abs(paths[1.0]).max() - 1e-12  # the converging path has room
@@ -76,12 +77,12 @@ def test_bilinear_figure_view_contains_every_drawn_point(lr):
         assert f"drawn to step {drawn - 1}" in fig.data[0].name
         np.testing.assert_allclose(fig.data[0].x, paths[0.0][:drawn, 0])
     with pytest.raises(ValueError, match=r"\(T, 2\)"):
-        viz.bilinear_figure({"bad": np.zeros((5, 3))})
+        figures.bilinear_figure({"bad": np.zeros((5, 3))})
 
 
 def test_saddle_distance_figure_draws_each_run_on_a_log_axis_in_its_own_colour():
     distances = {f"α = {a}": np.geomspace(2.0, 1e-6 * (k + 1), 50) for k, a in enumerate((0, 0.5, 1))}
-    fig = viz.saddle_distance_figure(distances, title="t")
+    fig = figures.saddle_distance_figure(distances, title="t")
     assert fig.layout.yaxis.type == "log" and fig.layout.title.text == "t"
     assert [t.name for t in fig.data] == list(distances)
     for trace, d in zip(fig.data, distances.values()):
@@ -89,13 +90,13 @@ def test_saddle_distance_figure_draws_each_run_on_a_log_axis_in_its_own_colour()
         np.testing.assert_array_equal(trace.x, np.arange(1, 51))
     assert len({t.line.color for t in fig.data}) == 3 and len({t.line.dash for t in fig.data}) == 3
     with pytest.raises(ValueError, match="distances"):
-        viz.saddle_distance_figure({"a": [1.0, -1.0]})
+        figures.saddle_distance_figure({"a": [1.0, -1.0]})
 
 
 def test_pi_star_figure_runs_from_the_prior_to_the_worst_group_against_the_closed_form():
     losses, prior = np.array([0.2, 1.0, 0.5]), np.array([0.5, 0.3, 0.2])
     betas = [1e-4, 0.3, 3.0, 1e3]
-    fig = viz.pi_star_figure(losses, prior, betas)
+    fig = figures.pi_star_figure(losses, prior, betas)
     lines = [t for t in fig.data if t.name.startswith("π*")]
     assert len(lines) == 3
     pis = np.stack([np.asarray(t.y) for t in lines], 1)  # (len(betas), groups)
@@ -107,14 +108,14 @@ def test_pi_star_figure_runs_from_the_prior_to_the_worst_group_against_the_close
     np.testing.assert_allclose(kl.y, expected, atol=1e-9)
     assert kl.yaxis == "y2" and fig.layout.xaxis.type == "log"
     with pytest.raises(ValueError, match="betas"):
-        viz.pi_star_figure(losses, prior, [0.0, 1.0])
+        figures.pi_star_figure(losses, prior, [0.0, 1.0])
 
 
 def test_pi_trajectory_figure_shows_the_top_groups_and_sums_the_others():
     rng = np.random.default_rng(0)
     pi = rng.dirichlet(np.ones(12), size=25)
     prior = np.arange(1, 13, dtype=float)
-    fig = viz.pi_trajectory_figure(
+    fig = figures.pi_trajectory_figure(
         pi, prior=prior, kl=np.linspace(0, 1, 25), top=4, labels=[f"c{j}" for j in range(12)]
     )
     lines = [t for t in fig.data if t.name.startswith("π: ")]
@@ -128,15 +129,15 @@ def test_pi_trajectory_figure_shows_the_top_groups_and_sums_the_others():
     assert all(t.line.dash == "dash" for t in levels)
     kl = next(t for t in fig.data if t.name.startswith("r_t"))
     assert kl.yaxis == "y2"
-    few = viz.pi_trajectory_figure(pi[:, :3] / pi[:, :3].sum(1, keepdims=True))
+    few = figures.pi_trajectory_figure(pi[:, :3] / pi[:, :3].sum(1, keepdims=True))
     assert len(few.data) == 3 and not any("others" in t.name for t in few.data)
     with pytest.raises(ValueError, match="kl"):
-        viz.pi_trajectory_figure(pi, kl=[0.0])
+        figures.pi_trajectory_figure(pi, kl=[0.0])
 
 
 def test_bilinear_panel_sliders_move_the_paths_and_the_readout():
-    widgets = pytest.importorskip("dro_lab.widgets")
-    box = widgets.bilinear_panel(lr=0.1, alpha=1.0, steps=300)
+    panels = pytest.importorskip("dro_course.panels")
+    box = panels.bilinear_panel(lr=0.1, alpha=1.0, steps=300)
     a_w, lr_w = box.sliders["alpha"], box.sliders["lr"]
     assert box.children[0].children[1:3] == (a_w, lr_w)
     assert a_w.description == "α (optimism)" and (a_w.min, a_w.max) == (0.0, 2.0)
@@ -154,9 +155,9 @@ def test_bilinear_panel_sliders_move_the_paths_and_the_readout():
 
 
 def test_tau_panel_bars_follow_beta_against_the_closed_form():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     losses, prior = np.array([0.2, 1.0, 0.5]), np.array([0.5, 0.3, 0.2])
-    box = widgets.tau_panel(losses, prior, beta=1.0)
+    box = panels.tau_panel(losses, prior, beta=1.0)
     b_w = box.sliders["beta"]
     assert b_w.description == "β = 1/τ (robustness)" and (b_w.min, b_w.max) == (-2, 3)
     bars = {t.name: t for t in box.figure.data}
@@ -170,7 +171,7 @@ def test_tau_panel_bars_follow_beta_against_the_closed_form():
 
 
 def test_pi_run_panel_button_calls_simulate_with_the_slider_values():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     rng = np.random.default_rng(3)
     calls = []
 
@@ -179,7 +180,7 @@ def test_pi_run_panel_button_calls_simulate_with_the_slider_values():
         pi = rng.dirichlet(np.ones(3), size=6)
         return {"pi": pi, "kl": np.linspace(0.0, 0.25, 6), "labels": ["a", "b", "c"]}
 
-    box = widgets.pi_run_panel(simulate, beta=10.0, alpha=1.0)
+    box = panels.pi_run_panel(simulate, beta=10.0, alpha=1.0)
     b_w, a_w = box.sliders["beta"], box.sliders["alpha"]
     assert b_w.description.startswith("β = 1/τ") and a_w.description == "α (optimism)"
     button = next(w for w in box.children[0].children if getattr(w, "description", "") == "Run")
@@ -195,7 +196,7 @@ def test_pi_run_panel_button_calls_simulate_with_the_slider_values():
     assert calls[-1] == (1.0, 2.0) and not np.allclose(first, box.figure.data[0].y)
     assert "α = 2.00" in box.figure.layout.title.text
     more = {"pi": rng.dirichlet(np.ones(4), size=6), "prior": np.ones(4)}  # another shape: traces replaced
-    box2 = widgets.pi_run_panel(lambda *, beta, alpha: simulate(beta=beta, alpha=alpha) if alpha > 1 else more)
+    box2 = panels.pi_run_panel(lambda *, beta, alpha: simulate(beta=beta, alpha=alpha) if alpha > 1 else more)
     run2 = next(w for w in box2.children[0].children if getattr(w, "description", "") == "Run")
     run2.click()
     box2.sliders["alpha"].value = 1.5
@@ -205,10 +206,10 @@ def test_pi_run_panel_button_calls_simulate_with_the_slider_values():
 
 
 def test_pi_run_panel_computes_the_final_radius_when_simulate_gives_no_kl():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     pi = np.array([[0.25, 0.25, 0.5], [0.1, 0.2, 0.7]])
     prior = np.array([0.2, 0.3, 0.5])
-    box = widgets.pi_run_panel(lambda *, beta, alpha: {"pi": pi, "prior": prior})
+    box = panels.pi_run_panel(lambda *, beta, alpha: {"pi": pi, "prior": prior})
     next(w for w in box.children[0].children if getattr(w, "description", "") == "Run").click()
     r = float(np.sum(pi[-1] * np.log(pi[-1] / prior)))
     assert box.readout.value == f"final r = KL(π_T‖π̂) = {r:.4f}"
@@ -217,13 +218,13 @@ def test_pi_run_panel_computes_the_final_radius_when_simulate_gives_no_kl():
 
 
 def test_also_training_panel_trains_the_chosen_method_with_the_sliders_values():
-    widgets = pytest.importorskip("dro_lab.widgets")
+    panels = pytest.importorskip("dro_course.panels")
     from dro_lab.experiments import train_arm
     from dro_lab.experiments.papers.also import ALSO_EXPERIMENT
 
     config = ALSO_EXPERIMENT.config("digits", "smoke", {"epochs": 3})
     splits = ALSO_EXPERIMENT.data("digits", 0, config)
-    box = widgets.also_training_panel(splits, config, pi_lr=1e-2, tau=0.1, alpha=0.0, device="cpu")
+    box = panels.also_training_panel(splits, config, pi_lr=1e-2, tau=0.1, alpha=0.0, device="cpu")
     menu = box.controls["method"]
     assert list(menu.options) == ["ERM (Adam)", "Static Weights", "ALSO"]
     assert [box.controls[k].description for k in ("pi_lr", "tau", "alpha")] == [

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dro_lab import viz
+from dro_course import figures
+from dro_course.lessons import importance_sampling as lesson
 
 
 def _gram_and_grads(n=6, d=4, seed=0):
@@ -17,12 +18,12 @@ def _gram_and_grads(n=6, d=4, seed=0):
 
 def test_is_mixture_endpoints_and_validation():
     g = np.array([1.0, 1.0, 2.0, 4.0])
-    np.testing.assert_allclose(viz.is_mixture(g, 0.0), [0.25] * 4)
-    np.testing.assert_allclose(viz.is_mixture(g, 1.0), g / g.sum())
-    np.testing.assert_allclose(viz.is_mixture(g, 0.5), 0.5 * (0.25 + g / g.sum()))
-    np.testing.assert_allclose(viz.is_mixture(np.zeros(3), 1.0), [1 / 3] * 3)
+    np.testing.assert_allclose(figures.is_mixture(g, 0.0), [0.25] * 4)
+    np.testing.assert_allclose(figures.is_mixture(g, 1.0), g / g.sum())
+    np.testing.assert_allclose(figures.is_mixture(g, 0.5), 0.5 * (0.25 + g / g.sum()))
+    np.testing.assert_allclose(figures.is_mixture(np.zeros(3), 1.0), [1 / 3] * 3)
     with pytest.raises(ValueError, match="alpha"):
-        viz.is_mixture(g, 1.5)
+        figures.is_mixture(g, 1.5)
 
 
 def test_is_estimator_stats_against_enumeration_and_closed_forms():
@@ -35,21 +36,21 @@ def test_is_estimator_stats_against_enumeration_and_closed_forms():
         X = w[:, None] * G  # the n possible one-draw estimates
         mean = p @ X
         var1 = p @ (X**2).sum(1) - mean @ mean
-        s = viz.is_estimator_stats(K, p, weight_exponent=e, batch_size=B)
+        s = figures.is_estimator_stats(K, p, weight_exponent=e, batch_size=B)
         assert s["variance"] == pytest.approx(var1 / B, rel=1e-10)
         assert s["bias_sq"] == pytest.approx(float(((mean - G.mean(0)) ** 2).sum()), abs=1e-10)
         assert s["mse"] == pytest.approx(s["variance"] + s["bias_sq"])
     g = np.linalg.norm(G, axis=1)
-    s_gn = viz.is_estimator_stats(K, g / g.sum())  # H(p^GN)/N² = (Σg)²/N²
+    s_gn = figures.is_estimator_stats(K, g / g.sum())  # H(p^GN)/N² = (Σg)²/N²
     assert s_gn["second_moment"] == pytest.approx(g.sum() ** 2 / n**2)
     assert s_gn["bias_sq"] == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="gram"):
-        viz.is_estimator_stats(K[:3, :3], p)
+        figures.is_estimator_stats(K[:3, :3], p)
 
 
 def test_is_variance_figure_is_smallest_at_pgn_with_unbiased_weights_and_rho_rises():
     K, _ = _gram_and_grads()
-    fig = viz.is_variance_figure(K, alpha=0.3, weight_exponent=1.0, batch_size=2)
+    fig = lesson.is_variance_figure(K, alpha=0.3, weight_exponent=1.0, batch_size=2)
     var = next(t for t in fig.data if t.name == "tr Var")
     assert np.argmin(var.y) == len(var.y) - 1  # α = 1 is optimal
     assert np.all(np.diff(var.y) <= 1e-12)  # S non-decreasing along the segment
@@ -59,14 +60,14 @@ def test_is_variance_figure_is_smallest_at_pgn_with_unbiased_weights_and_rho_ris
     mse = next(t for t in fig.data if "MSE" in t.name)
     # unbiased weights: bias² is round-off, left out of the log axis (gaps), so the axis spans the real errors
     assert all(b is None or b >= 1e-10 * max(mse.y) for b in bias.y) and bias.y.count(None) > len(bias.y) // 2
-    fig0 = viz.is_variance_figure(K, alpha=0.8, weight_exponent=0.0)
+    fig0 = lesson.is_variance_figure(K, alpha=0.8, weight_exponent=0.0)
     biased = [b for b in next(t for t in fig0.data if t.name == "bias²").y if b is not None]
     assert max(biased) > 1e-6  # forgotten weights: biased
     assert "ρ" in fig.layout.title.text
 
 
 def test_is_cost_figure_bars_are_means_with_paper_markers():
-    fig = viz.is_cost_figure(
+    fig = lesson.is_cost_figure(
         {"u": {"SGD": [1.0, 3.0]}, "p^GN": {"SGD": [4.0, 6.0]}}, paper={"u": {"SGD": 26.5}, "p^GN": {"SGD": 53.0}}
     )
     bars = [t for t in fig.data if t.type == "bar"]
@@ -76,16 +77,16 @@ def test_is_cost_figure_bars_are_means_with_paper_markers():
 
 
 def test_is_variance_panel_redraws_and_labels_its_sliders(monkeypatch):
-    widgets = pytest.importorskip("dro_lab.widgets")
+    lesson_panels = pytest.importorskip("dro_course.lessons.importance_sampling.panels")
     calls = []
 
     def fake(gram, *, alpha, weight_exponent, batch_size):
         calls.append((alpha, weight_exponent, batch_size))
         return None
 
-    monkeypatch.setattr(viz, "is_variance_figure", fake)
+    monkeypatch.setattr(lesson_panels, "is_variance_figure", fake)
     K, _ = _gram_and_grads()
-    box = widgets.is_variance_panel(K, alpha=0.5, batch_size=5)
+    box = lesson.is_variance_panel(K, alpha=0.5, batch_size=5)
     a_w, e_w = box.children[0].children[1:3]
     assert "uniform mixing" in a_w.description and "weight exponent" in e_w.description
     assert "β" not in a_w.description + e_w.description
@@ -104,7 +105,7 @@ def _reference():
 
 def test_is_cost_ratio_figure_draws_the_per_seed_geometric_means_and_table_1():
     ref = _reference()
-    fig = viz.is_cost_ratio_figure(ref, ref, methods=["SGD u", "SGD p^GN", "SGD u+eval"])
+    fig = lesson.is_cost_ratio_figure(ref, ref, methods=["SGD u", "SGD p^GN", "SGD u+eval"])
     bars = [t for t in fig.data if t.type == "bar"]
     assert len(bars) == 2 and list(bars[0].x) == ["SGD u", "SGD p^GN", "SGD u+eval"]
     seconds = {(r["method"], r["seed"]): r["final"]["seconds_per_epoch"] for r in ref.runs}
@@ -119,7 +120,7 @@ def test_log_curves_figure_draws_geometric_means_with_positive_bands():
     from scipy.stats import gmean
 
     ref = _reference()
-    fig = viz.log_curves_figure({"Reference run": ref, "Again": ref}, "train_loss", methods=["SGD u", "SGD p^GN"])
+    fig = lesson.log_curves_figure({"Reference run": ref, "Again": ref}, "train_loss", methods=["SGD u", "SGD p^GN"])
     lines = [t for t in fig.data if t.fill != "toself"]
     bands = [t for t in fig.data if t.fill == "toself"]
     assert len(lines) == 4 and len(bands) == 4
@@ -129,12 +130,12 @@ def test_log_curves_figure_draws_geometric_means_with_positive_bands():
     assert [lines[0].showlegend, lines[2].showlegend] == [True, False]
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
     with pytest.raises(ValueError, match="methods"):
-        viz.log_curves_figure({"r": ref}, "train_loss", methods=["SGD v"])
+        lesson.log_curves_figure({"r": ref}, "train_loss", methods=["SGD v"])
 
 
 def test_loss_against_time_figure_puts_each_epoch_at_its_cumulative_seconds():
     ref = _reference()
-    fig = viz.loss_against_time_figure(ref, "test_loss", methods=["SGD u", "SGD p^GN"])
+    fig = lesson.loss_against_time_figure(ref, "test_loss", methods=["SGD u", "SGD p^GN"])
     trace = fig.data[1]
     np.testing.assert_allclose(trace.x, np.cumsum(ref.curve("seconds", "SGD p^GN").mean(0)))
     np.testing.assert_allclose(trace.y, ref.curve("test_loss", "SGD p^GN").mean(0))
@@ -143,7 +144,7 @@ def test_loss_against_time_figure_puts_each_epoch_at_its_cumulative_seconds():
 
 def test_forgotten_weights_figure_has_a_path_per_run_and_the_optimum():
     paths = {"u": np.array([[0.0, 0.0, 0.0], [1.0, 0.5, 0.1]]), "e = 0": np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.2]])}
-    fig = viz.forgotten_weights_figure(paths, [1.1, 0.4, 0.0])
+    fig = lesson.forgotten_weights_figure(paths, [1.1, 0.4, 0.0])
     assert [t.name for t in fig.data][:2] == ["u", "e = 0"] and list(fig.data[1].x) == [0.0, 2.0]
     star = fig.data[-1]
     assert (star.x[0], star.y[0]) == (1.1, 0.4) and star.marker.symbol == "star"

@@ -27,9 +27,9 @@ cross-entropy "benchmark", label smoothing (Table 4, at GI-LS's tuned α and epo
 Each seed's training set gives a stratified validation hold-out (``val_fraction``, 20 %; tuning scores it, never
 the test set: the paper's Table 3 is the best of 20 test evaluations); the final runs train on the rest.
 
-**Arms, tuned alike** (the same number of trials each, on the validation split of the first seed; Adam, as in
-lesson 06, at a constant learning rate, with one grid of learning rate and coupled-L2 weight decay shared by every
-arm; the first grid point is each arm's default):
+**Arms, tuned alike** (the same number of trials each, on the validation split of the first seed; Adam at a
+constant learning rate, with one grid of learning rate and coupled-L2 weight decay shared by every arm; the first
+grid point is each arm's default):
 
 * **CE** — the paper's benchmark; **LS** — :class:`dro_lab.LabelSmoothingStrategy` (the paper's convention,
   off-target mass α/(k−1)), α on a log grid;
@@ -95,7 +95,7 @@ __all__ = [
     "DEFECT_SETS",
 ]
 
-#: Adam's learning rate, shared by every arm; lesson 06's 3e-3 first.
+#: Adam's learning rate, shared by every arm; 3e-3, every preset's default, first.
 LR_GRID = (3e-3, 1e-3, 1e-2, 3e-4)
 #: Adam's (coupled L2) weight decay, shared by every arm; none first.
 WD_GRID = (0.0, 1e-4, 1e-3)

@@ -1,0 +1,5 @@
+import sys
+
+from dro_course.cli import main
+
+sys.exit(main())

@@ -1,0 +1,93 @@
+"""A student's live run shown beside the shipped reference run of the same experiment.
+
+A lesson runs its paper's experiment at the notebook's preset; on the smoke preset that is seconds of training on a
+small set, an illustration of the protocol and nothing to judge a paper by. :func:`beside_reference` therefore
+puts the reference run (Fashion-MNIST, paired seeds, its command and date) first, with its verdicts, and the live
+run under it, labelled with its preset and seeds; verdicts are drawn from the live run only when it is large
+enough to carry one (:func:`is_illustration`). :data:`REFERENCE_FOR_LESSON` names the reference of each lesson
+that runs a paper's experiment (the library knows the references by name only).
+"""
+
+from __future__ import annotations
+
+from dro_lab.experiments.reference import Reference, _shown, load_reference
+from dro_lab.experiments.result import ExperimentResult
+
+__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "is_illustration"]
+
+#: Lesson id -> the name of its shipped reference (:data:`dro_lab.experiments.REFERENCES`), one per paper lesson.
+REFERENCE_FOR_LESSON: dict[str, str] = {
+    "02_hardness_weighted_sampling": "hws",
+    "03_importance_sampling": "importance",
+    "04_group_dro_also": "also",
+    "05_adversarial_done": "done",
+    "06_label_smoothing_dro": "gils",
+}
+
+
+def is_illustration(result: ExperimentResult, *, min_seeds: int = 3) -> bool:
+    """True when no verdict should be drawn from ``result``: the smoke preset, or fewer than ``min_seeds`` seeds."""
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"result must be an ExperimentResult, got {type(result).__name__}")
+    return result.preset == "smoke" or len(result.seeds) < min_seeds
+
+
+def _live_heading(result: ExperimentResult, illustration: bool) -> str:
+    seeds = len(result.seeds)
+    what = f"{result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
+    if illustration:
+        return (
+            f"### Your run ({what}): an illustration\n\n"
+            f"The {result.preset} preset with {seeds} seed{'s' if seeds != 1 else ''} shows the protocol at work, "
+            "not the paper's effect: no verdict is drawn from it. The verdicts are the reference run's, above. "
+            "Run the lesson with `-p preset full` (or the reference's command) for a run that can carry one."
+        )
+    return f"### Your run ({what})\n\nIts verdicts come from its own paired seeds, by the same rule as the reference's."
+
+
+def beside_reference(
+    live: ExperimentResult,
+    reference: Reference | str | None = None,
+    *,
+    part: str | None = None,
+    metrics: list[str] | None = None,
+    min_seeds: int = 3,
+) -> str:
+    """Markdown: the reference run of ``live``'s experiment (provenance, command, table, verdicts), then ``live``.
+
+    Args:
+        live: the run the lesson just made (:func:`~dro_lab.experiments.run_experiment`).
+        reference: a :class:`Reference`, a reference's name or its lesson's id (:data:`REFERENCE_FOR_LESSON`), or
+            ``None`` for the one named like ``live``'s experiment (:func:`load_reference`).
+        part: which part of a reference with several (ALSO's ``"ratio 100"``); ``None`` shows every part.
+        metrics: the columns of both tables; ``None``: the claims' metrics and the usual averages.
+        min_seeds: fewer paired seeds than this (or the smoke preset) make the live run an illustration, shown
+            without verdicts.
+
+    Raises:
+        TypeError: ``live`` is not an ExperimentResult, or ``reference`` not a Reference, a name or None.
+        ValueError: ``reference`` is of another experiment than ``live``, or ``part`` is not one of its parts.
+    """
+    if not isinstance(live, ExperimentResult):
+        raise TypeError(f"live must be an ExperimentResult, got {type(live).__name__}")
+    if reference is None or isinstance(reference, str):
+        reference = load_reference(REFERENCE_FOR_LESSON.get(reference, reference) if reference else live.experiment)
+    if not isinstance(reference, Reference):
+        raise TypeError(f"reference must be a Reference, a reference name or None, got {type(reference).__name__}")
+    experiments = {result.experiment for _, _, result in reference.parts}
+    if live.experiment not in experiments:
+        raise ValueError(f"the reference {reference.name!r} is of {sorted(experiments)}, the live run of "
+                         f"{live.experiment!r}")  # fmt: skip
+    if part is not None:
+        reference.result(part)  # raises on a part the reference does not have
+    labels = reference.labels if part is None else [part]
+    columns = metrics or [m for m in _shown(reference.result(labels[0] or None)) if m in live.metric_names()]
+    lines = [f"### The reference run: {live.title}", ""]
+    for label in labels:
+        result = reference.result(label or None)
+        command = dict((name, cmd) for name, cmd, _ in reference.parts)[label]
+        lines += [f"#### {label}", ""] if label else []
+        lines += [f"*{reference.provenance(label or None)}*", "", f"`{command}`", "", result.markdown(columns), ""]
+    illustration = is_illustration(live, min_seeds=min_seeds)
+    lines += [_live_heading(live, illustration), "", live.markdown(columns, verdicts=not illustration)]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,1 @@
+"""Lesson 07, every method compared: ``report`` (the comparison's table and what held)."""
