@@ -1,6 +1,6 @@
 """Train one small model per strategy with :func:`dro_lab.fit`, under torchrun (DDP, gloo) or in one process.
 
-Used by tests/test_ddp_fit.py::
+Used by tests/lab/engine/test_ddp_fit.py::
 
     torchrun --standalone --nproc_per_node 2 tests/ddp_fit_worker.py OUT 8     # 2 ranks × b = 8
     python tests/ddp_fit_worker.py OUT 16                                      # 1 process, b = 16

@@ -1,6 +1,6 @@
 """Train a small model with HardnessWeightedSampler, under torchrun (DDP, gloo) or in one process.
 
-Used by tests/test_samplers_ddp.py; also the smallest example of the sampler under DDP::
+Used by tests/lab/samplers/test_samplers_ddp.py; also the smallest example of the sampler under DDP::
 
     torchrun --standalone --nproc_per_node 2 tests/ddp_hws_worker.py OUT.pt 8     # 2 ranks × b = 8
     python tests/ddp_hws_worker.py OUT.pt 16                                    # 1 process, b = 16

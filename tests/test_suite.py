@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_the_suite_collects_from_any_working_directory(tmp_path):
     """``tests._util`` and the folder helpers (``_course_util``) import whatever the current folder is."""
-    modules = ["tests/optim/test_optim.py", "tests/course/test_course.py", "tests/test_suite.py"]
+    modules = ["tests/lab/optim/test_optim.py", "tests/course/test_course.py", "tests/test_suite.py"]
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [*command, *(str(REPO / m) for m in modules)], cwd=tmp_path, capture_output=True, text=True, timeout=240

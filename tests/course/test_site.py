@@ -2,7 +2,7 @@
 executed lessons (a plotly figure, a panel with its static twin, a widget without one, maths).
 
 Oracles: the figures written here by hand, read back out of the pages' scripts; the pages' own text (every
-``src``/``href`` that is not local is a failure). The browser checks live in tests/test_site_browser.py.
+``src``/``href`` that is not local is a failure). The browser checks live in tests/course/test_site_browser.py.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from dro_course.lessons.hardness_weighted_sampling.weights import (
     pick_losses,
 )
 
-#: Every fact the lesson asserts, in its order (tests/course/test_lesson02_checks.py calls each of them).
+#: Every fact the lesson asserts, in its order (tests/course/lessons/test_lesson02_checks.py calls each of them).
 CHECKS = (
     check_robust_loss,
     check_worst_case,

@@ -1,7 +1,7 @@
 """Checkpoint and resume: a run interrupted mid-epoch and resumed from its checkpoint by a fresh model and a fresh
 strategy ends bit-identical (CPU) to the same run uninterrupted — parameters, optimizer state and history (less the
-measured `seconds`) — for every strategy of `tests/test_determinism.py`'s table. The oracle is the uninterrupted
-run, which never touches a checkpoint.
+measured `seconds`) — for every strategy of `tests/lab/engine/test_determinism.py`'s table. The oracle is the
+uninterrupted run, which never touches a checkpoint.
 
 The interruption is an exception raised by the strategy's `observe` in epoch 2 (after the optimizer step it
 follows, before that step's checkpoint): the steps after the last checkpoint are lost and redone by the resume.
@@ -412,7 +412,7 @@ def test_resume_under_ddp_two_gloo_ranks(tmp_path):
 
     worker = tmp_path / "worker.py"
     worker.write_text(_DDP_WORKER)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[3])}
     proc = subprocess.run(
         [
             sys.executable,

@@ -18,7 +18,7 @@ import pytest
 
 from dro_course import load_syllabus
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NOTEBOOK_DIR = REPO / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 SYLLABUS = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from _ddp import two_ranks_and_one
 
-WORKER = Path(__file__).parents[1] / "ddp_fit_worker.py"
+WORKER = Path(__file__).parents[2] / "ddp_fit_worker.py"
 STRATEGIES = ("erm", "kl", "hws", "is", "also")
 
 

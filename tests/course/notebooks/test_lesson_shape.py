@@ -28,7 +28,7 @@ import pytest
 from dro_course import read_solutions, solutions_path
 from dro_course.exercises import CHECK_TAG, EXERCISE_TAG, SOLUTION_TAG, exercise_id
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LESSONS = sorted((REPO / "notebooks").glob("0*.ipynb"))
 MAX_CODE_LINES, MAX_CELL_LINES = 250, 25
 #: Lessons still to be rewritten in the new shape (issue 19); remove a lesson from here when it passes.

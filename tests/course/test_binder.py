@@ -6,7 +6,7 @@ repo2docker reads ``binder/`` and then ignores the repository root's configurati
 is the whole environment: ``runtime.txt`` (the Python), ``requirements.txt`` (pip: every dependency the lessons
 import, pinned, CPU-only torch; no local path, so repo2docker installs it before copying the repository and caches
 that layer), ``postBuild`` (installs this repository and torchattacks with ``--no-deps``, then a smoke check).
-``tests/binder/test_binder_env.py`` builds the environment and runs every lesson in it.
+``tests/course/binder/test_binder_env.py`` builds the environment and runs every lesson in it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BINDER = REPO / "binder"
 
 #: Where the Binder badge sends a learner: JupyterLab, on the welcome lesson.

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LESSONS = sorted((REPO / "notebooks").glob("0*.ipynb"))
 INSTALL_TAG = "install"
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")

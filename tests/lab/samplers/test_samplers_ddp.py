@@ -8,7 +8,7 @@ import pytest
 import torch
 from _ddp import two_ranks_and_one
 
-WORKER = Path(__file__).parents[1] / "ddp_hws_worker.py"
+WORKER = Path(__file__).parents[2] / "ddp_hws_worker.py"
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from dro_lab.experiments import (
     summarise,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from dro_lab.experiments import (
 DATA = resources.files("dro_lab.experiments").joinpath("reference_results")
 SCHEMA = json.loads(DATA.joinpath("reference.schema.json").read_text())
 NAMES = list(REFERENCES)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _shipped(name: str) -> dict:

@@ -17,7 +17,7 @@ download.pytorch.org cannot be reached here (CI and this sandbox reach only the 
 installs a copy of binder/requirements.txt with the ``--extra-index-url`` / ``--index-url`` lines dropped and the
 ``+cpu`` local versions stripped: the same torch and torchvision releases come from the default index. Those are
 the CUDA builds, whose nvidia-* wheels (several GB unpacked) make the install the slow half of this test; the
-Python code the lessons run is the same. ``tests/test_binder.py`` checks the file itself (pins, CPU index).
+Python code the lessons run is the same. ``tests/course/test_binder.py`` checks the file itself (pins, CPU index).
 
 Nothing outside the temporary folder is written: not the project's .venv, not build/, not the user's Jupyter
 folders (JUPYTER_DATA_DIR and JUPYTER_CONFIG_DIR point into the temporary folder, so only the environment's own
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BINDER = REPO / "binder"
 LESSONS = sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb"))
 #: seconds each step may take (the whole test is meant to take about 5 minutes on two cores)

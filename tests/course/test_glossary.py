@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GLOSSARY = ROOT / "course" / "glossary.md"
 GUIDE = ROOT / "course" / "instructor_guide.md"
 #: the panels: the shared ones and those a lesson keeps in its own package
