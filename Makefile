@@ -16,10 +16,11 @@ FAST   := not notebook and not browser and not freshenv and not ddp and not slow
 .PHONY: env course test test-fast test-env lint lab bench reference clean help
 
 help:
-	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/ and build the website $(OUT)/site/"
+	@echo "make course  - set up .venv, run every lesson (preset $(PRESET)) into $(OUT)/ and build the website $(OUT)/site/ (dro-course run)"
 	@echo "make test    - set up .venv, run the test suite (every lesson once); about 10 min on 2 cores"
 	@echo "make test-fast - the library's unit tests only (no notebooks, browser, DDP): about 1 min"
-	@echo "make test-env  - the fresh-environment tests: Binder's environment built as repo2docker would, every lesson under nbval"
+	@echo "make test-env  - the fresh-environment tests: Binder's environment built as repo2docker would, every lesson under nbval;"
+	@echo "                 the sdist and wheel built from a copy of the clone, installed with the course extra in a fresh venv elsewhere"
 	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"
 	@echo "make bench   - speed measurements (dro-lab bench)"

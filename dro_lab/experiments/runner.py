@@ -21,6 +21,7 @@ import shlex
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -439,29 +440,41 @@ def _hardware(device: torch.device) -> str:
     return f"{platform.machine()} CPU, {os.cpu_count()} cores"
 
 
-def _git_commit() -> str:
+def own_checkout(package_dir: Path | None = None) -> Path | None:
+    """The root of the dro_lab repository that ``package_dir`` (default: this installed ``dro_lab``) was imported
+    from, or None when it was not imported from one (a wheel in site-packages, even inside a user's own git
+    repository, has none: its commit would be the user's)."""
+    package_dir = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parents[1]
+    root = package_dir.resolve().parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).resolve().parent
-        )
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if project.get("project", {}).get("name") != "dro-lab" or not (root / ".git").exists():
+        return None
+    return root
+
+
+def _git(*args: str, root: Path, timeout: float) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=timeout, cwd=root)
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 else "unknown"
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _git_commit() -> str:
+    """The commit of the project's own checkout, else the package's version (``"dro-lab 0.2.0"``)."""
+    root = own_checkout()
+    commit = _git("rev-parse", "HEAD", root=root, timeout=5) if root is not None else None
+    return commit.strip() if commit else f"dro-lab {__version__}"
 
 
 def _git_dirty() -> bool | None:
-    """Whether the checkout's tracked files differ from its commit (None outside a git checkout)."""
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    """Whether the checkout's tracked files differ from its commit (None outside the project's own checkout)."""
+    root = own_checkout()
+    status = _git("status", "--porcelain", "--untracked-files=no", root=root, timeout=10) if root else None
+    return None if status is None else bool(status.strip())
 
 
 class _NoBar:

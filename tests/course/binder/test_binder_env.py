@@ -37,14 +37,13 @@ import time
 from pathlib import Path
 
 import pytest
+from _clone import copy_repository  # tests/_clone.py
 
 REPO = Path(__file__).resolve().parents[3]
 BINDER = REPO / "binder"
 LESSONS = sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb"))
 #: seconds each step may take (the whole test is meant to take about 5 minutes on two cores)
 VENV_S, INSTALL_S, POSTBUILD_S, COURSE_S = 300, 900, 600, 1200
-#: never copied into the repository copy: the developer's environment, build outputs and caches
-NOT_COPIED = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".hypothesis"}
 
 
 def requirements_without_cpu_index(text: str) -> str:
@@ -56,28 +55,6 @@ def requirements_without_cpu_index(text: str) -> str:
             continue
         kept.append(re.sub(r"(==\s*[^\s#;+]+)\+cpu\b", r"\1", line))
     return "\n".join(kept) + "\n"
-
-
-def _repository_files() -> list[Path]:
-    """What a clone of this working tree holds: the files git tracks or would track (ignored ones left out)."""
-    git = shutil.which("git")
-    if git is not None and (REPO / ".git").exists():
-        listed = subprocess.run(
-            [git, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        ).stdout.decode()
-        names = sorted({name for name in listed.split("\0") if name})
-    else:  # a source tree without git: everything but the environment and the build outputs
-        names = [str(p.relative_to(REPO)) for p in REPO.rglob("*") if p.is_file()]
-    return [Path(n) for n in names if not NOT_COPIED & set(Path(n).parts) and (REPO / n).is_file()]
-
-
-def _copy_repository(target: Path) -> None:
-    for relative in _repository_files():
-        (target / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / relative, target / relative)  # copy2 keeps postBuild's executable bit
 
 
 def _environment(venv: Path, scratch: Path) -> dict[str, str]:
@@ -117,7 +94,7 @@ def _build_as_repo2docker(scratch: Path, env: dict[str, str], log: list[str]) ->
     pip_install = [str(venv / "bin" / "python"), "-m", "pip", "install", "-r", str(requirements)]
     _run("pip install -r binder/requirements.txt", pip_install, cwd=scratch, env=env, timeout=INSTALL_S, log=log)
     repo.mkdir()
-    _copy_repository(repo)
+    copy_repository(repo)
     _run("binder/postBuild", [str(repo / "binder" / "postBuild")], cwd=repo, env=env, timeout=POSTBUILD_S, log=log)
     return venv, repo
 

@@ -351,3 +351,36 @@ def test_a_claim_left_with_too_few_seeds_is_not_judged_with_the_reason(toy_resul
     assert nothing["verdict_text"].startswith(
         "not judged: no paired seeds; a verdict needs 3 paired seeds; only 0 of 5"
     )
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def _repository(root, name: str) -> None:
+    import subprocess
+
+    root.mkdir(parents=True)
+    (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n', encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "dro_lab").mkdir()
+
+
+def test_the_commit_comes_only_from_the_projects_own_checkout(tmp_path):
+    """A result records the commit of the dro_lab checkout it was run from; a package installed anywhere else —
+    also inside a user's own git repository — records its version, never the user's commit."""
+    import subprocess
+    from pathlib import Path
+
+    import dro_lab
+    from dro_lab.experiments.runner import _git_commit, own_checkout
+
+    here = own_checkout()
+    assert here == Path(dro_lab.__file__).resolve().parents[1]  # the tests run in the clone
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True).stdout.strip()
+    assert _git_commit() == head and len(head) == 40
+    _repository(tmp_path / "mine", "my-thesis")  # a user's repository holding an installed dro_lab
+    assert own_checkout(tmp_path / "mine" / "dro_lab") is None
+    _repository(tmp_path / "clone", "dro-lab")
+    assert own_checkout(tmp_path / "clone" / "dro_lab") == (tmp_path / "clone").resolve()
+    (tmp_path / "site").mkdir()
+    assert own_checkout(tmp_path / "site" / "dro_lab") is None  # site-packages: no pyproject.toml above
