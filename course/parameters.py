@@ -1,20 +1,22 @@
 """A lesson's parameters: which names its ``parameters`` cell declares, how one value is checked, how a
-command-line value is read.
+command-line value is read; and the syllabus's JSON Schema, which specifies those checks.
 
 :func:`check_parameter` is the one check of a lesson parameter; the syllabus states, per lesson, the
 keyword arguments it is called with (see :mod:`.syllabus`), and :func:`~.lesson_setup.setup_lesson`
-calls it for every declared parameter.
+calls it for every declared parameter. Which keyword arguments it takes, and their types, are stated once, by
+``$defs/check`` of ``syllabus.schema.json`` (shipped beside this module), against which both the syllabus and
+every call are validated; :func:`schema_problems` words each violation as one line.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
+import functools
 import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,27 +25,138 @@ from typing import Any
 PRESET_ENV = "DRO_LAB_PRESET"
 #: A parameter name: a Python identifier.
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The syllabus's JSON Schema (Draft 2020-12); its ``$defs/check`` specifies :func:`check_parameter`'s options.
+SCHEMA_PATH = Path(__file__).resolve().with_name("syllabus.schema.json")
 
-_KIND_WORDS = {
-    "int": ("an integer", "integers"),
-    "number": ("a number", "numbers"),
-    "str": ("a string", "strings"),
-    "bool": ("True or False", "booleans"),
+DocPath = tuple[Any, ...]  # where in a document: keys and list positions
+
+
+@functools.cache
+def syllabus_schema() -> dict[str, Any]:
+    """The syllabus's JSON Schema, as a dict (read once)."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _validator(definition: str | None) -> Any:
+    from jsonschema import Draft202012Validator  # the course extra; only when something is validated
+
+    schema = syllabus_schema()
+    if definition is not None:  # one of its $defs, its references resolved in the whole schema
+        schema = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    return Draft202012Validator(schema)
+
+
+def location(path: Iterable[Any], label: Callable[[DocPath], str] | None = None, top: str = "top level") -> str:
+    """``lessons[2].checks.beta`` for a path of keys and positions (``top`` for the empty path); ``label`` adds a
+    note after a step, e.g. `` (02_hardness_weighted_sampling)`` after ``lessons[2]``."""
+    text, steps = "", []
+    for step in path:
+        steps.append(step)
+        if isinstance(step, str) and IDENT_RE.match(step):
+            text += f".{step}" if text else step
+        else:
+            text += f"[{step!r}]"
+        text += label(tuple(steps)) if label is not None else ""
+    return text or top
+
+
+def path_key(path: Iterable[Any], document: Any = None) -> tuple:
+    """A sort key for a path whose steps mix positions and keys of any type: in the order of ``document`` (its
+    mappings' keys as they were read, e.g. a YAML file's) when given, else positions, then keys by name."""
+    key: list[tuple] = []
+    for step in path:
+        if isinstance(document, dict):
+            order = {name: k for k, name in enumerate(document)}
+            key.append((0, order.get(step, len(order)), str(step)))
+            document = document.get(step)
+        elif isinstance(step, int) and not isinstance(step, bool):
+            key.append((0, step, ""))
+            document = document[step] if isinstance(document, list) and 0 <= step < len(document) else None
+        else:
+            key.append((1, 0, str(step)))
+            document = None
+    return tuple(key)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:76] + " ..."
+
+
+_TYPE_WORDS = {"string": "a string", "boolean": "true or false", "null": "null", "integer": "an integer"}
+_BOUND_WORDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}
+
+
+def _type_words(kind: str, schema: dict[str, Any]) -> str:
+    if kind in ("number", "integer"):
+        bounds = [f"{sign} {schema[key]}" for key, sign in _BOUND_WORDS.items() if key in schema]
+        return " ".join([_TYPE_WORDS.get(kind, "a number"), " and ".join(bounds)]).strip()
+    if kind == "array":
+        return "a non-empty list" if schema.get("minItems", 0) >= 1 else "a list"
+    if kind == "object":
+        return "a non-empty mapping" if schema.get("minProperties", 0) >= 1 else "a mapping"
+    return _TYPE_WORDS[kind]
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    """What a (sub)schema accepts, in words: its ``description`` (the schema's noun phrase), else from its
+    ``enum`` or its ``type`` and bounds; null (an absent value) is not named."""
+    if "description" in schema:
+        return schema["description"]
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"] if v is not None)
+    types = schema.get("type")
+    if types is None:
+        return ""
+    types = [types] if isinstance(types, str) else [t for t in types if t != "null"] or ["null"]
+    return " or ".join(_type_words(kind, schema) for kind in types)
+
+
+def _error_line(error: Any, where: str) -> str:
+    """One line for one :class:`jsonschema.ValidationError`, starting with its place."""
+    if error.validator == "additionalProperties":  # `false`: a value schema reports under the key's own path
+        allowed = list(error.schema.get("properties", {}))
+        unknown = sorted(str(key) for key in error.instance if key not in allowed)
+        return f"{where}: unknown key(s) {unknown}; allowed: {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = [key for key in error.validator_value if key not in error.instance]
+        return f"{where}: missing required key(s) {missing}"
+    if error.validator == "uniqueItems":
+        return f"{where} must not repeat an item, got {_short(error.instance)}"
+    if error.validator == "not":
+        return f"{where}: {error.validator_value.get('description') or error.message}"
+    expected = _expected(error.schema)
+    if not expected:  # a keyword this wording does not know: jsonschema's own sentence
+        return f"{where}: {error.message}"
+    if "propertyNames" in error.schema_path:  # a key: the path is its mapping's
+        return f"{where}: key {_short(error.instance)} must be {expected}"
+    return f"{where} must be {expected}, got {_short(error.instance)}"
+
+
+def schema_problems(
+    instance: Any, definition: str | None = None, where: Callable[[DocPath], str] = location
+) -> list[tuple[DocPath, str]]:
+    """Every way ``instance`` breaks the syllabus's schema (or its ``$defs/<definition>``), as (path, line) pairs
+    sorted by path, each line naming its place with ``where(path)``; ``[]`` when it is valid."""
+    found: dict[str, DocPath] = {}
+    for error in _validator(definition).iter_errors(instance):
+        path = tuple(error.path)
+        found.setdefault(_error_line(error, where(path)), path)  # several missing keys: one line
+    return sorted(((path, line) for line, path in found.items()), key=lambda item: path_key(item[0], instance))
+
+
+_KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
+    # the kinds of $defs/check (the schema's enum; a test checks they agree): test, one, several
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", "integers"),
+    "number": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+        "a number",
+        "numbers",
+    ),
+    "str": (lambda v: isinstance(v, str), "a string", "strings"),
+    "bool": (lambda v: isinstance(v, bool), "True or False", "booleans"),
 }
-
-
-def _kind_ok(kind: str | None, value: Any) -> bool:
-    if kind is None:
-        return True
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    raise ValueError(f"check_parameter: invalid kind {kind!r}; kinds: {', '.join(_KIND_WORDS)}")
 
 
 def _number_text(x: float) -> str:
@@ -62,9 +175,9 @@ def _range_text(low: float | None, high: float | None, low_open: bool, high_open
     return ""
 
 
-def _expected(kind: str | None, choices: tuple | None, bounds: str, none_ok: bool, each: bool) -> str:
+def _accepts(kind: str | None, choices: Sequence | None, bounds: str, none_ok: bool, each: bool) -> str:
     """What a parameter accepts, in words: ``an integer ≥ 1 or None``, ``one of 'kl', 'chi2'``, ..."""
-    singular, plural = _KIND_WORDS.get(kind, ("a value", "values")) if kind is not None else ("a value", "values")
+    _, singular, plural = _KINDS[kind] if kind is not None else (None, "a value", "values")
     if choices is not None:
         listed = ", ".join(repr(c) for c in choices)
         what = f"a non-empty list of values drawn from {listed}" if each else f"one of {listed}"
@@ -75,19 +188,7 @@ def _expected(kind: str | None, choices: tuple | None, bounds: str, none_ok: boo
     return what + (" or None" if none_ok else "")
 
 
-def check_parameter(
-    name: str,
-    value: Any,
-    kind: str | None = None,
-    *,
-    choices: Iterable[Any] | None = None,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-    none_ok: bool = False,
-    each: bool = False,
-) -> Any:
+def check_parameter(name: str, value: Any, kind: str | None = None, **check: Any) -> Any:
     """Check one parameter of a lesson (as papermill injected it); return it unchanged.
 
     :func:`~dro_course.setup_lesson` calls this for every parameter a lesson declares, with the
@@ -99,25 +200,33 @@ def check_parameter(
         check_parameter("cvar_alpha", cvar_alpha, "number", low=0, high=1, low_open=True)  # (0, 1]
         check_parameter("betas", betas, "number", low=0, low_open=True, each=True)          # a list
 
-    Args:
-        name: the parameter's name, as in the ``parameters`` cell.
-        value: its value.
-        kind: ``"int"`` (not bool), ``"number"`` (int or float, finite, not bool), ``"str"``,
-            ``"bool"``, or None (any type).
-        choices: the allowed values.
-        low, high: bounds (inclusive unless ``low_open`` / ``high_open``).
-        none_ok: None is allowed too (``None`` = "take it from the preset").
-        each: ``value`` must be a non-empty list (or tuple) whose every item passes the checks.
+    ``kind`` and the keyword arguments are a check of the syllabus (``$defs/check`` of ``syllabus.schema.json``
+    states them and their types, and every call is validated against it):
+
+    - ``kind``: ``"int"`` (not bool), ``"number"`` (int or float, finite, not bool), ``"str"``, ``"bool"``, or None
+      (any type);
+    - ``choices``: the allowed values (any iterable);
+    - ``low``, ``high``: bounds (inclusive unless ``low_open`` / ``high_open`` is true);
+    - ``none_ok``: None is allowed too (``None`` = "take it from the preset");
+    - ``each``: ``value`` must be a non-empty list (or tuple) whose every item passes the checks.
 
     Raises:
-        ValueError: ``Invalid parameter NAME=VALUE: expected ...``.
+        ValueError: ``Invalid parameter NAME=VALUE: expected ...``; ``check_parameter: invalid check of NAME: ...``
+            for options the schema refuses (an unknown keyword, a kind that is not one of the schema's, ...).
     """
-    choices = tuple(choices) if choices is not None else None
-    _kind_ok(kind, None)  # rejects an unknown kind even when value is fine
-    what = _expected(kind, choices, _range_text(low, high, low_open, high_open), none_ok, each)
+    options = {"kind": kind, **check}
+    if options.get("choices") is not None and not isinstance(options["choices"], list):
+        options["choices"] = list(options["choices"])
+    problems = schema_problems(options, "check", lambda path: location(path, top="options"))
+    if problems:
+        raise ValueError(f"check_parameter: invalid check of {name}: " + "; ".join(line for _, line in problems))
+    choices, low, high = options.get("choices"), options.get("low"), options.get("high")
+    low_open, high_open = options.get("low_open", False), options.get("high_open", False)
+    none_ok, each = options.get("none_ok", False), options.get("each", False)
+    what = _accepts(kind, choices, _range_text(low, high, low_open, high_open), none_ok, each)
 
     def ok(item: Any) -> bool:
-        if not _kind_ok(kind, item):
+        if kind is not None and not _KINDS[kind][0](item):
             return False
         # True == 1 in Python; a choice of 1 must not accept True (nor the reverse)
         if choices is not None and not any(
@@ -140,35 +249,6 @@ def check_parameter(
     if not ok(value):
         raise ValueError(f"Invalid parameter {name}={value!r}: expected {what}")
     return value
-
-
-#: The keyword arguments of :func:`check_parameter` that a syllabus check may give.
-CHECK_OPTIONS = tuple(name for name in inspect.signature(check_parameter).parameters if name not in ("name", "value"))
-_FLAG_OPTIONS = ("low_open", "high_open", "none_ok", "each")
-
-
-def check_options_problems(options: Any) -> list[str]:
-    """What is wrong with one syllabus check (the keyword arguments of :func:`check_parameter`), as
-    short sentences; ``[]`` when it is a valid check."""
-    if not isinstance(options, Mapping):
-        return [f"expected a mapping of check_parameter arguments ({', '.join(CHECK_OPTIONS)}), got {options!r}"]
-    problems = []
-    unknown = sorted(set(map(str, options)) - set(CHECK_OPTIONS))
-    if unknown:
-        problems.append(f"unknown check option(s) {unknown}; check_parameter takes {', '.join(CHECK_OPTIONS)}")
-    if options.get("kind") is not None and options["kind"] not in _KIND_WORDS:
-        problems.append(f"kind must be one of {', '.join(_KIND_WORDS)}, got {options['kind']!r}")
-    for key in ("low", "high"):
-        value = options.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            problems.append(f"{key} must be a number, got {value!r}")
-    for key in _FLAG_OPTIONS:
-        if key in options and not isinstance(options[key], bool):
-            problems.append(f"{key} must be true or false, got {options[key]!r}")
-    choices = options.get("choices")
-    if choices is not None and (not isinstance(choices, list) or not choices):
-        problems.append(f"choices must be a non-empty list, got {choices!r}")
-    return problems
 
 
 def parse_parameter_value(text: str) -> Any:

@@ -1,5 +1,6 @@
 """The syllabus ``course/syllabus.yaml``: :class:`Lesson` and :class:`Syllabus`, :func:`load_syllabus`
-(which validates the file and lists every problem it finds), :func:`find_syllabus` and the Markdown page
+(which validates the file against its JSON Schema, ``syllabus.schema.json``, and the cross-field rules of
+:mod:`._syllabus_fields`, and lists every problem it finds), :func:`find_syllabus` and the Markdown page
 :func:`syllabus_markdown`.
 
 Per lesson, besides its notebook, goals and papermill ``presets``, the syllabus states how each
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from dro_course._files import md_cell, relative_posix
-from dro_course._syllabus_fields import ID_RE, LessonContext, parse_lesson
+from dro_course._syllabus_fields import lesson_problems, texts, where_in
+from dro_course.parameters import path_key, schema_problems
 
 #: Presets every syllabus has unless it declares its own.
 DEFAULT_PRESETS: dict[str, str] = {
@@ -27,8 +29,6 @@ DEFAULT_PRESETS: dict[str, str] = {
 }
 #: Where the syllabus lives relative to the repository root.
 SYLLABUS_RELPATH = Path("course") / "syllabus.yaml"
-
-_TOP_KEYS = {"title", "description", "root", "presets", "lessons"}
 
 
 class SyllabusError(ValueError):
@@ -137,7 +137,7 @@ def find_syllabus(start: str | os.PathLike[str] | None = None) -> Path:
     )
 
 
-def _read_yaml(path: str | os.PathLike[str] | None) -> tuple[Path, dict]:
+def _read_yaml(path: str | os.PathLike[str] | None) -> tuple[Path, Any]:
     import yaml  # a core dependency, but only needed here
 
     path = Path(path) if path is not None else find_syllabus()
@@ -145,43 +145,57 @@ def _read_yaml(path: str | os.PathLike[str] | None) -> tuple[Path, dict]:
         raise FileNotFoundError(f"Syllabus file not found: {path}")
     path = path.resolve()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return path, yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise SyllabusError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise SyllabusError(f"{path}: expected a mapping with a 'lessons' list at the top level")
-    return path, data
 
 
-def _course_root(value: Any, path: Path, problems: list[str]) -> Path:
+def _course_root(value: str | None, path: Path) -> Path:
     """Notebook paths are relative to the course root; default: the folder holding course/."""
     if value is None:
         return path.parent.parent if path.parent.name == "course" else path.parent
-    if isinstance(value, str):
-        return (path.parent / value).resolve()
-    problems.append(f"root: expected a path string, got {value!r}")
-    return path.parent
+    return (path.parent / value).resolve()
 
 
-def _preset_names(value: Any, problems: list[str]) -> dict[str, str]:
+def _preset_names(value: list[str] | dict[str, str | None] | None) -> dict[str, str]:
     """Preset name -> what it runs, from a list of names or a mapping (default: :data:`DEFAULT_PRESETS`)."""
     if value is None:
-        presets = dict(DEFAULT_PRESETS)
-    elif isinstance(value, list) and all(isinstance(p, str) for p in value):
-        presets = {p: DEFAULT_PRESETS.get(p, "") for p in value}
-    elif isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (str, type(None))) for k, v in value.items()
-    ):
-        presets = {k: v or "" for k, v in value.items()}
-    else:
-        problems.append(f"presets: expected a list of names or a mapping name -> description, got {value!r}")
-        presets = dict(DEFAULT_PRESETS)
-    problems.extend(f"presets: invalid preset name {name!r}" for name in presets if not ID_RE.match(name))
-    return presets
+        return dict(DEFAULT_PRESETS)
+    if isinstance(value, list):
+        return {name: DEFAULT_PRESETS.get(name, "") for name in value}
+    return {name: about or "" for name, about in value.items()}
+
+
+def _lesson(raw: dict[str, Any], root: Path) -> Lesson:
+    """A lesson the schema and the cross-field rules accept (absent or null fields: empty)."""
+
+    def per_preset(key: str) -> dict[str, dict[str, Any]]:
+        return {name: dict(values or {}) for name, values in (raw.get(key) or {}).items()}
+
+    reading = raw.get("reading_minutes")
+    return Lesson(
+        id=raw["id"],
+        title=raw["title"],
+        notebook=(root / raw["notebook"]).resolve(),
+        notebook_relpath=raw["notebook"],
+        goals=texts(raw.get("goals")),
+        prerequisites=texts(raw.get("prerequisites")),
+        paper=texts(raw.get("paper")),
+        minutes={name: float(m) for name, m in (raw.get("minutes") or {}).items()},
+        reading_minutes=float(reading) if reading is not None else None,
+        presets=per_preset("presets"),
+        checks={name: dict(check or {}) for name, check in (raw.get("checks") or {}).items()},
+        defaults=per_preset("defaults"),
+    )
 
 
 def load_syllabus(path: str | os.PathLike[str] | None = None, *, check_notebooks: bool = True) -> Syllabus:
     """Read and validate a syllabus file.
+
+    The file's structure (keys, types, names, positive minutes, the options of each check) is validated against
+    the JSON Schema ``syllabus.schema.json`` (shipped beside this module); what a schema cannot say is checked
+    here: unique ids and notebooks, prerequisites that name earlier lessons, notebooks that exist and declare the
+    checked parameters, preset names the syllabus has, defaults that name checked parameters and pass their check.
 
     Args:
         path: the YAML file; default: :func:`find_syllabus` (``course/syllabus.yaml`` of the repo).
@@ -193,40 +207,31 @@ def load_syllabus(path: str | os.PathLike[str] | None = None, *, check_notebooks
 
     Raises:
         FileNotFoundError: no syllabus file.
-        SyllabusError: unknown or missing keys, duplicate ids, missing notebooks, prerequisites
-            that are unknown or come later in the order, malformed presets/minutes, checks that
-            :func:`~.parameters.check_parameter` cannot take or that name parameters the notebook
-            does not declare, defaults for undeclared parameters or that fail their check. Every
-            problem found is listed in the message.
+        SyllabusError: the file breaks the schema or a cross-field rule. Every problem found is listed in the
+            message, one per line, each naming its place (``lessons[2] (02_...).checks.beta.low must be a number,
+            got 'one'``).
     """
     path, data = _read_yaml(path)
-    problems: list[str] = []
-    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
-    if unknown:
-        problems.append(f"unknown top-level key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
-    root = _course_root(data.get("root"), path, problems)
-    presets = _preset_names(data.get("presets"), problems)
-    raw_lessons = data.get("lessons")
-    if not isinstance(raw_lessons, list) or not raw_lessons:
-        problems.append("lessons: expected a non-empty list of lessons")
-        raw_lessons = []
-    context = LessonContext(root=root, presets=presets, check_notebooks=check_notebooks, raw_lessons=raw_lessons)
-    fields = [parse_lesson(raw, position, context, problems) for position, raw in enumerate(raw_lessons, start=1)]
-    title = data.get("title", "dro_lab course")
-    if not isinstance(title, str):
-        problems.append(f"title: expected a string, got {title!r}")
-    description = data.get("description") or ""
-    if not isinstance(description, str):
-        problems.append(f"description: expected a string, got {description!r}")
+    where = where_in(data.get("lessons") if isinstance(data, dict) else None)
+    problems = schema_problems(data, where=where)
+    if isinstance(data, dict):
+        malformed = [at for at, _ in problems]  # (), ("presets", 1), ("lessons", 2, "checks", "beta", "low"), ...
+        lessons = data.get("lessons") if ("lessons",) not in malformed else None
+        root = _course_root(data.get("root") if ("root",) not in malformed else None, path)
+        presets = None if any(at[:1] == ("presets",) for at in malformed) else _preset_names(data.get("presets"))
+        problems += lesson_problems(
+            lessons or [], root=root, presets=presets, check_notebooks=check_notebooks, malformed=malformed
+        )
     if problems:
-        raise SyllabusError(f"{path}: invalid syllabus:\n  - " + "\n  - ".join(problems))
+        lines = [line for _, line in sorted(problems, key=lambda problem: path_key(problem[0], data))]
+        raise SyllabusError(f"{path}: invalid syllabus:\n  - " + "\n  - ".join(lines))
     return Syllabus(
-        title=str(title),
+        title=data.get("title", "dro_lab course"),
         path=path,
         root=root,
         presets=presets,
-        lessons=tuple(Lesson(**f) for f in fields if f is not None),
-        description=str(description),
+        lessons=tuple(_lesson(raw, root) for raw in lessons),
+        description=data.get("description") or "",
     )
 
 

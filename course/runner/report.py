@@ -1,17 +1,23 @@
 """The summary of a run: :func:`summary_table` (Markdown) and :func:`write_summary` (``summary.md``,
-``summary.json`` and an ``index.html`` that links every lesson's pages)."""
+``summary.json`` and an ``index.html`` that links every lesson's pages).
+
+The HTML pages are Jinja2 templates in ``course/templates/`` (``run_report.html.j2`` here, the sweep's page in
+:mod:`.sweep_report`), rendered with autoescape on: this module hands them plain text and relative links.
+"""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from dro_course._files import md_cell, relative_posix, write_text_atomic
 from dro_course.results import LessonResult
@@ -20,22 +26,32 @@ from dro_lab import __version__
 
 _STATUSES = ("ok", "cached", "failed", "skipped")
 
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}}
-tr.failed td{{background:#fdd}}tr.skipped td{{color:#888}}tr.cached td{{background:#f4f8ff}}
-td.slow{{color:#b00}}p.interrupted{{color:#b00;font-weight:bold}}
-table.records td{{border:none;padding:0 .6em 0 0;font-size:90%}}</style></head>
-<body><h1>{title}</h1>
-<p>{tally}</p>
-{stop}
-<table><thead><tr><th>lesson</th><th>title</th><th>status</th><th>seconds</th>
-<th>expected seconds ({preset})</th><th>files</th><th>failing cell</th><th>records</th></tr></thead>
-<tbody>
-{rows}
-</tbody></table></body></html>
-"""
+
+@cache
+def _templates() -> jinja2.Environment:
+    """The report pages' templates (``course/templates/*.j2``, shipped as ``dro_course/templates``).
+
+    Autoescape is on, so every value is escaped unless a template says otherwise; an undefined name is an error,
+    not an empty string; a block tag alone on its line leaves no blank line behind."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("dro_course", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render_page(template: str, **context: Any) -> str:
+    """One of ``course/templates/`` rendered with ``context`` (plain values: the template escapes them)."""
+    return _templates().get_template(template).render(**context)
+
+
+def lesson_links(r: LessonResult, out: Path) -> list[tuple[str, str]]:
+    """(label, href relative to ``out``) of a lesson's files that exist: its HTML page, executed notebook, log."""
+    files = (("HTML", r.html), ("notebook", r.notebook), ("log", r.log))
+    return [(label, relative_posix(path, out)) for label, path in files if path is not None]
 
 
 def _status(r: LessonResult) -> str:
@@ -110,10 +126,8 @@ class _Run:
         lesson = self.lessons.get(r.id)
         return lesson.minutes.get(self.preset) if lesson is not None and self.preset is not None else None
 
-    def link(self, path: Path | None, label: str) -> str:
-        if path is None:
-            return ""
-        return f'<a href="{html.escape(relative_posix(path, self.out))}">{label}</a>'
+    def href(self, path: Path | None) -> str | None:
+        return None if path is None else relative_posix(path, self.out)
 
 
 def _markdown(run: _Run) -> str:
@@ -154,42 +168,35 @@ def _json(run: _Run) -> str:
     return json.dumps(payload, indent=2, default=str)
 
 
-def _records_cell(records: Mapping[str, Any]) -> str:
-    """A lesson's scalar records, collapsed under a ``<details>``; '' when it has none."""
-    scalars = {k: v for k, v in records.items() if _is_scalar(v)}
-    if not scalars:
-        return ""
-    items = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape(_format_value(v))}</td></tr>" for k, v in scalars.items()
-    )
-    return f'<details><summary>{len(scalars)} records</summary><table class="records">{items}</table></details>'
-
-
-def _html_row(run: _Run, r: LessonResult) -> str:
-    seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
-    if r.status == "cached" and seconds:
-        seconds += " (earlier run)"
+def _html_row(run: _Run, r: LessonResult) -> dict[str, Any]:
+    """One lesson's row of ``index.html``, as the template's plain values."""
     minutes = run.expected_minutes(r)
-    expected = f"{60 * minutes:.0f}" if minutes is not None else ""
-    over = minutes is not None and r.status in ("ok", "cached") and r.seconds > 60 * minutes
-    slow = ' class="slow"' if over else ""
-    title_cell = run.link(r.html, html.escape(r.title)) or html.escape(r.title)
-    files = " ".join(filter(None, (run.link(r.html, "HTML"), run.link(r.notebook, "notebook"), run.link(r.log, "log"))))
-    return (
-        f'<tr class="{r.status}"><td>{html.escape(r.id)}</td><td>{title_cell}</td><td>{html.escape(_status(r))}</td>'
-        f"<td{slow}>{seconds}</td><td>{expected}</td><td>{files}</td>"
-        f"<td><code>{html.escape(r.problem)}</code></td><td>{_records_cell(r.records)}</td></tr>"
-    )
+    seconds = f"{r.seconds:.1f}" if r.status != "skipped" else ""
+    return {
+        "id": r.id,
+        "title": r.title,
+        "status": r.status,
+        "status_text": _status(r),
+        "seconds": seconds,
+        "earlier": r.status == "cached" and bool(seconds),
+        "expected": f"{60 * minutes:.0f}" if minutes is not None else "",
+        "slow": minutes is not None and r.status in ("ok", "cached") and r.seconds > 60 * minutes,
+        "page": run.href(r.html),
+        "files": lesson_links(r, run.out),
+        "problem": r.problem,
+        "records": [(k, _format_value(v)) for k, v in r.records.items() if _is_scalar(v)],  # the scalar ones
+    }
 
 
 def _index_html(run: _Run) -> str:
-    stop = f'<p class="interrupted">{html.escape(run.stop_note.replace("**", ""))}</p>' if run.stop_note else ""
-    return _PAGE.format(
-        title=html.escape(run.title),
-        tally=html.escape(f"{run.header.replace('`', '')}; {_tally(run.counts)}."),
-        stop=stop,
-        preset=html.escape(str(run.preset)),
-        rows="\n".join(_html_row(run, r) for r in run.results),
+    return render_page(
+        "run_report.html.j2",
+        title=run.title,
+        header=run.header.replace("`", ""),
+        tally=_tally(run.counts),
+        stop_note=run.stop_note.replace("**", ""),
+        preset=str(run.preset),
+        rows=[_html_row(run, r) for r in run.results],
     )
 
 

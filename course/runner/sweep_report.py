@@ -1,10 +1,10 @@
 """What a sweep shows: :func:`sweep_table` (Markdown), :func:`sweep_figure` (plotly, one subplot per
-recorded number against the swept value) and :func:`write_sweep_summary` (the sweep's pages)."""
+recorded number against the swept value) and :func:`write_sweep_summary` (the sweep's pages; its ``index.html``
+is the Jinja2 template ``course/templates/sweep_report.html.j2``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import math
 import os
@@ -13,27 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dro_course._files import jsonable, md_cell, relative_posix, write_text_atomic
+from dro_course.runner.report import lesson_links, render_page
 from dro_lab import __version__
 
 if TYPE_CHECKING:
     from dro_course.results import LessonResult, SweepResult
-
-_SWEEP_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Sweep over {param}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;font-size:90%}}
-td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right}}li.failed{{color:#b00}}</style></head>
-<body><h1>Sweep over {param}</h1>
-<p>{header}; lessons {lessons};
-{outcome}.
-Figure alone: <a href="sweep.html">sweep.html</a>; data: <a href="sweep.json">sweep.json</a>,
-<a href="sweep.md">sweep.md</a>.</p>
-{figure}
-<h2>Records per value</h2>
-{table}
-<h2>Runs</h2>
-<ul>{items}</ul>
-</body></html>
-"""
 
 
 def _is_number(value: Any) -> bool:
@@ -240,44 +224,35 @@ def _sweep_markdown(sweep: SweepResult) -> str:
     return "\n".join([f"# Sweep over `{sweep.param}`", "", summary, "", sweep_table(sweep), ""])
 
 
-def _value_item(sweep: SweepResult, label: str, out: Path) -> str:
-    """One value's entry of the sweep page: its summary page and each lesson's status and files."""
-
-    def link(path: Path | None, text: str) -> str:
-        return "" if path is None else f'<a href="{html.escape(_rel(path, out) or "")}">{text}</a>'
-
-    entries = []
-    for r in sweep.results(label):
-        files = " ".join(filter(None, (link(r.html, "HTML"), link(r.notebook, "notebook"), link(r.log, "log"))))
-        problem = " — <code>" + html.escape(r.problem) + "</code>" if r.status == "failed" else ""
-        entries.append(
-            f'<li class="{r.status}">{html.escape(r.id)}: {r.status}, {r.seconds:.1f} s {files}{problem}</li>'
-        )
+def _value_entry(sweep: SweepResult, label: str, out: Path) -> dict[str, Any]:
+    """One value's entry of the sweep page: its run report and each lesson's status and files."""
     folder = sweep.folders.get(label)
-    summary = link(folder / "index.html", "summary page") if folder is not None else ""
-    return (
-        f"<li><b>{html.escape(sweep.param)} = {html.escape(label)}</b> {summary}<ul>" + "".join(entries) + "</ul></li>"
-    )
+    runs = [
+        {
+            "id": r.id,
+            "status": r.status,
+            "seconds": f"{r.seconds:.1f}",
+            "files": lesson_links(r, out),
+            "problem": r.problem,
+        }
+        for r in sweep.results(label)
+    ]
+    summary = [] if folder is None else [("summary page", relative_posix(folder / "index.html", out))]
+    return {"label": label, "summary": summary, "runs": runs}
 
 
 def _sweep_index(sweep: SweepResult, out: Path, fig: Any) -> str:
     head, rows = _sweep_grid(sweep)
-    table = (
-        "<table><thead><tr>"
-        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        + "</tbody></table>"
-    )
-    failed = _failed_runs(sweep)
-    return _SWEEP_PAGE.format(
-        param=html.escape(sweep.param),
-        header=html.escape(_header_line(sweep).replace("`", "")),
-        lessons=html.escape(", ".join(sweep.lessons)),
-        outcome="all runs ok" if not failed else html.escape("failed: " + "; ".join(failed)),
+    return render_page(
+        "sweep_report.html.j2",
+        param=sweep.param,
+        header=_header_line(sweep).replace("`", ""),
+        lessons=sweep.lessons,
+        failed=_failed_runs(sweep),
         figure=fig.to_html(full_html=False, include_plotlyjs=True),
-        table=table,
-        items="".join(_value_item(sweep, label, out) for label in sweep.labels),
+        head=head,
+        rows=rows,
+        values=[_value_entry(sweep, label, out) for label in sweep.labels],
     )
 
 

@@ -189,7 +189,7 @@ def test_summary_page_shows_records_expected_time_and_header(fixture_run):
     assert "<td>6</td>" in passing_row
     failing_row = next(line for line in index.splitlines() if line.startswith('<tr class="failed">'))
     assert "cell 2" in failing_row and "deliberate failure" in failing_row
-    assert "preset smoke, parameters {&#x27;greeting&#x27;: &#x27;injected&#x27;}" in index
+    assert "preset smoke, parameters {&#39;greeting&#39;: &#39;injected&#39;}" in index
     assert "1 ok, 0 cached, 1 failed, 0 skipped" in index
 
 

@@ -50,7 +50,9 @@ lessons:
   - {id: sleepy, title: A slow lesson, notebook: src/sleepy.ipynb}
 """
 
-TIMEOUT = 3  # seconds per cell; slow.ipynb sleeps 60
+# seconds per cell: slow.ipynb sleeps 60; the others' slowest cell (passing.ipynb's `import plotly`) takes about a
+# second, and several under load on 2 cores (at 3 s the passing lesson timed out on a busy machine)
+TIMEOUT = 12
 
 
 def make_course(root: Path, text: str) -> Path:
@@ -138,7 +140,7 @@ def test_each_fault_is_its_own_failure(fault_run):
     }
     assert set(FAILURE_KINDS) >= {"raised", "timed out", "kernel died", "interrupted"}
     # the runner must not wait for the 60 s sleep: the timeout stops it
-    assert fault_run.seconds < 40, fault_run.seconds
+    assert fault_run.seconds < 55, fault_run.seconds
 
 
 @pytest.mark.notebook
@@ -156,7 +158,7 @@ def test_a_timeout_names_the_limit_and_the_cell(fault_run):
     assert timed.failing_cell.index == 1 and timed.failing_cell.first_line == "import time"
     assert timed.failing_cell.ename == "CellTimeoutError"
     assert timed.error.startswith(f"timed out after {TIMEOUT} s in cell 1, line 3 (`time.sleep(60)")
-    assert timed.seconds < 30
+    assert timed.seconds < 55  # the 60 s sleep was cut short
 
 
 @pytest.mark.notebook
@@ -449,7 +451,7 @@ def test_check_parameter_accepts_and_returns():
     assert check_parameter("epochs", None, "int", low=1, none_ok=True) is None
     assert check_parameter("alpha", 1, "number", low=0, high=1, low_open=True) == 1
     assert check_parameter("betas", (0.1, 10), "number", low=0, low_open=True, each=True) == (0.1, 10)
-    with pytest.raises(ValueError, match="invalid kind"):
+    with pytest.raises(ValueError, match=r"invalid check of x: kind must be one of 'int', 'number', 'str', 'bool'"):
         check_parameter("x", 1, "integer")
 
 

@@ -163,17 +163,49 @@ def test_a_parameter_missing_from_the_namespace(toy):
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ("epochs: {kind: int, low: 1}", "epochs: {kind: int, minimum: 1}", r"unknown check option\(s\) \['minimum'\]"),
-        ("epochs: {kind: int, low: 1}", "epochs: {kind: integer}", r"kind must be one of int, number, str, bool"),
-        ("epochs: {kind: int, low: 1}", "epochs: {kind: int, low: one}", r"low must be a number"),
-        ("method: {kind: str}", "method: {choices: []}", r"choices must be a non-empty list"),
-        ("method: {kind: str}", "method: {kind: str, each: yes please}", r"each must be true or false"),
-        ("method: {kind: str}", "methd: {kind: str}", r"parameter\(s\) \['methd'\] that toy.ipynb does not"),
-        ("method: {kind: str}", "preset: {kind: str}", r"'preset' is always checked against the syllabus's presets"),
-        ("smoke: {epochs: 2,", "smoke: {epochs: 0,", r"defaults\['smoke'\]: Invalid parameter epochs=0"),
-        ("smoke: {epochs: 2,", "smoke: {epoch: 2,", r"defaults\['smoke'\] sets 'epoch', which has no entry in checks"),
-        ("      full: {epochs: 20", "      gpu: {epochs: 20", r"defaults: unknown preset 'gpu'"),
-        ("    defaults:", "    default:", r"unknown key\(s\) \['default'\]"),
+        (
+            "epochs: {kind: int, low: 1}",
+            "epochs: {kind: int, minimum: 1}",
+            r"checks\.epochs: unknown key\(s\) \['minimum'\]; allowed: kind, choices, low, high,",
+        ),
+        (
+            "epochs: {kind: int, low: 1}",
+            "epochs: {kind: integer}",
+            r"checks\.epochs\.kind must be one of 'int', 'number', 'str', 'bool', got 'integer'",
+        ),
+        (
+            "epochs: {kind: int, low: 1}",
+            "epochs: {kind: int, low: one}",
+            r"checks\.epochs\.low must be a number, got 'one'",
+        ),
+        ("method: {kind: str}", "method: {choices: []}", r"checks\.method\.choices must be a non-empty list, got \[\]"),
+        (
+            "method: {kind: str}",
+            "method: {kind: str, each: yes please}",
+            r"checks\.method\.each must be true or false, got 'yes please'",
+        ),
+        (
+            "method: {kind: str}",
+            "methd: {kind: str}",
+            r"\(toy\)\.checks: parameter\(s\) \['methd'\] that toy.ipynb does not",
+        ),
+        (
+            "method: {kind: str}",
+            "preset: {kind: str}",
+            r"\(toy\)\.checks: 'preset' is always checked against the syllabus's presets",
+        ),
+        (
+            "smoke: {epochs: 2,",
+            "smoke: {epochs: 0,",
+            r"\(toy\)\.defaults\.smoke: Invalid parameter epochs=0: expected an integer ≥ 1",
+        ),
+        ("smoke: {epochs: 2,", "smoke: {epoch: 2,", r"\(toy\)\.defaults\.smoke: 'epoch' has no entry in checks"),
+        (
+            "      full: {epochs: 20",
+            "      gpu: {epochs: 20",
+            r"\(toy\)\.defaults: unknown preset 'gpu'; presets: \['smoke', 'full'\]",
+        ),
+        ("    defaults:", "    default:", r"lessons\[0\] \(toy\): unknown key\(s\) \['default'\]"),
     ],
 )
 def test_syllabus_checks_and_defaults_are_validated(tmp_path, old, new, message):

@@ -1,21 +1,31 @@
-"""The syllabus (dro_course.load_syllabus and friends): the fields of a lesson, every problem of a
-malformed file listed at once, finding the file, the repository's own syllabus, and its Markdown page
-(``dro-course list --markdown``, which ``course/syllabus.md`` must equal)."""
+"""The syllabus (dro_course.load_syllabus and friends): the fields of a lesson, its JSON Schema
+(course/syllabus.schema.json) and every problem of a malformed file listed at once, one line naming its place,
+finding the file, the repository's own syllabus, and its Markdown page (``dro-course list --markdown``, which
+``course/syllabus.md`` must equal)."""
 
 from __future__ import annotations
 
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import jsonschema
 import pytest
+import yaml
 from _course_util import FIXTURE_SYLLABUS, REPO, make_course  # tests/course/
 
 import dro_course as course
 from dro_course import (
     SyllabusError,
+    check_parameter,
     load_syllabus,
     syllabus_markdown,
 )
 from dro_course.cli import main
 
 REAL_SYLLABUS = REPO / "course" / "syllabus.yaml"
+SCHEMA = json.loads((REPO / "course" / "syllabus.schema.json").read_text(encoding="utf-8"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -41,17 +51,29 @@ def test_load_syllabus_fields(tmp_path):
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ("title: Fixture course", "title: Fixture course\nlesons: []", r"unknown top-level key\(s\) \['lesons'\]"),
-        ("    goals: [print a parameter]", "    goal: [x]", r"unknown key\(s\) \['goal'\]"),
-        ("src/failing.ipynb", "src/missing.ipynb", r"notebook 'src/missing.ipynb' not found"),
-        ("id: failing", "id: passing", r"duplicate id 'passing'"),
-        ("prerequisites: [passing]", "prerequisites: [ghost]", r"prerequisite 'ghost' is not a lesson id"),
-        ("prerequisites: [passing]", "prerequisites: [failing]", r"lists itself as a prerequisite"),
-        ("    minutes: {smoke: 0.1}", "    minutes: {smoke: -1}", r"minutes\['smoke'\] must be a positive number"),
-        ("      smoke: {preset: smoke, greeting: from-preset}", "      gpu: {preset: gpu}", r"unknown preset 'gpu'"),
-        ("      smoke: {preset: smoke, greeting: from-preset}", "      smoke: {2x: 1}", r"'2x' is not a Python ident"),
-        ("  - id: passing", "  - id: pass ing", r"id must be a string"),
-        ("    title: A failing lesson\n", "", r"missing required key\(s\) \['title'\]"),
+        ("title: Fixture course", "title: Fixture course\nlesons: []", r"top level: unknown key\(s\) \['lesons'\]"),
+        ("    goals: [print a parameter]", "    goal: [x]", r"lessons\[0\] \(passing\): unknown key\(s\) \['goal'\]"),
+        ("src/failing.ipynb", "src/missing.ipynb", r"lessons\[1\] \(failing\): notebook 'src/missing.ipynb' not found"),
+        ("id: failing", "id: passing", r"lessons\[1\] \(passing\): duplicate id 'passing'"),
+        ("prerequisites: [passing]", "prerequisites: [ghost]", r"\(failing\): prerequisite 'ghost' is not a lesson id"),
+        ("prerequisites: [passing]", "prerequisites: [failing]", r"\(failing\): lists itself as a prerequisite"),
+        (
+            "    minutes: {smoke: 0.1}",
+            "    minutes: {smoke: -1}",
+            r"\(passing\)\.minutes\.smoke must be a number > 0, got -1",
+        ),
+        (
+            "      smoke: {preset: smoke, greeting: from-preset}",
+            "      gpu: {preset: gpu}",
+            r"presets: unknown preset 'gpu'",
+        ),
+        (
+            "      smoke: {preset: smoke, greeting: from-preset}",
+            "      smoke: {2x: 1}",
+            r"\(passing\)\.presets\.smoke: key '2x' must be a Python identifier",
+        ),
+        ("  - id: passing", "  - id: pass ing", r"lessons\[0\] \(pass ing\)\.id must be a string of letters, digits"),
+        ("    title: A failing lesson\n", "", r"lessons\[1\] \(failing\): missing required key\(s\) \['title'\]"),
     ],
 )
 def test_syllabus_errors(tmp_path, old, new, message):
@@ -72,6 +94,140 @@ def test_syllabus_lists_every_problem_at_once(tmp_path):
     with pytest.raises(SyllabusError) as info:
         load_syllabus(make_course(tmp_path, text))
     assert "duplicate id" in str(info.value) and "x.ipynb" in str(info.value)
+
+
+def problem_lines(tmp_path: Path, text: str) -> list[str]:
+    """The problems ``load_syllabus`` lists for a fixture course whose syllabus is ``text``, one per line."""
+    with pytest.raises(SyllabusError) as info:
+        load_syllabus(make_course(tmp_path, text))
+    head, *lines = str(info.value).split("\n  - ")
+    assert head.endswith("invalid syllabus:")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------
+# The JSON Schema: its structure, the shipped file, one line per problem
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema():
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_the_shipped_syllabus_validates_against_the_schema():
+    data = yaml.safe_load(REAL_SYLLABUS.read_text(encoding="utf-8"))
+    errors = [f"{list(e.path)}: {e.message}" for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(data)]
+    assert not errors
+    # the copy dro_course reads is this one, and a wheel ships it beside the syllabus; jsonschema comes with the viz
+    # extra, what a lesson's kernel needs (Colab installs that one), and so with the course extra, which includes it
+    import dro_course.parameters
+
+    assert dro_course.parameters.syllabus_schema() == SCHEMA
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "syllabus.schema.json" in pyproject["tool"]["setuptools"]["package-data"]["dro_course"]
+    extras = pyproject["project"]["optional-dependencies"]
+    assert any(re.match(r"jsonschema\b", dep) for dep in extras["viz"]) and "dro-lab[viz]" in extras["course"]
+
+
+_M = "    minutes: {smoke: 0.1}"
+_CHECKS = _M + "\n    checks: "  # the passing fixture declares preset, seed and greeting
+_FAILING = (
+    "  - id: failing\n    title: A failing lesson\n    notebook: src/failing.ipynb\n    prerequisites: [passing]\n"
+)
+_P = "lessons[0] (passing)"
+_LESSON_KEYS = "id, title, notebook, goals, prerequisites, paper, minutes, reading_minutes, presets, checks, defaults"
+_TOP_KEYS = "title, description, root, presets, lessons"
+_CHECK_KEYS = "kind, choices, low, high, low_open, high_open, none_ok, each"
+_NAME = "a string of letters, digits, '_', '.' and '-' that starts with a letter or a digit"
+_TEXTS = "a non-empty string or a list of non-empty strings"
+_LITERAL = "a literal (null, true or false, a number, a string, or a list or mapping of literals)"
+_PRESETS = "a non-empty list of preset names or a mapping preset name -> what it runs"
+_GOALS = "    goals: [print a parameter]"
+
+MALFORMED = [
+    # a wrong type
+    ("title: Fixture course", "title: 3", "title must be a string, got 3"),
+    ("presets: [smoke, full]", "presets: [smoke, full]\nroot: [up]", "root must be a string, got ['up']"),
+    (_GOALS, "    goals: {a: b}", f"{_P}.goals must be {_TEXTS}, got {{'a': 'b'}}"),
+    (_GOALS, "    goals: [print, '']", f"{_P}.goals[1] must be a non-empty string, got ''"),
+    (_FAILING, "  - just a title\n", "lessons[1] must be a mapping, got 'just a title'"),
+    ("  - id: failing", "  - id: 2", f"lessons[1].id must be {_NAME}, got 2"),
+    ("src/passing.ipynb", "src/passing.py", f"{_P}.notebook must be a path to a .ipynb file, got 'src/passing.py'"),
+    ("greeting: from-preset}", "greeting: 2024-01-01}", f"{_P}.presets.smoke.greeting must be {_LITERAL}, got "
+     "datetime.date(2024, 1, 1)"),
+    # names
+    ("presets: [smoke, full]", "presets: [smoke, full smoke]", f"presets[1] must be {_NAME}, got 'full smoke'"),
+    ("presets: [smoke, full]", "presets: [smoke, full, smoke]", "presets must not repeat an item, got "
+     "['smoke', 'full', 'smoke']"),
+    ("presets: [smoke, full]", "presets: []", f"presets must be {_PRESETS}, got []"),
+    # an unknown key, a missing key
+    ("title: Fixture course", "title: Fixture course\nauthor: me", f"top level: unknown key(s) ['author']; allowed: "
+     f"{_TOP_KEYS}"),
+    (_GOALS, "    goals: [x]\n    notes: y", f"{_P}: unknown key(s) ['notes']; allowed: {_LESSON_KEYS}"),
+    ("    notebook: src/passing.ipynb\n", "", f"{_P}: missing required key(s) ['notebook']"),
+    (FIXTURE_SYLLABUS[FIXTURE_SYLLABUS.index("lessons:") :], "", "top level: missing required key(s) ['lessons']"),
+    # a bad check
+    (_M, _CHECKS + "{seed: {kind: int, min: 0}}", f"{_P}.checks.seed: unknown key(s) ['min']; allowed: {_CHECK_KEYS}"),
+    (_M, _CHECKS + "{seed: {kind: integer}}", f"{_P}.checks.seed.kind must be one of 'int', 'number', 'str', 'bool', "
+     "got 'integer'"),
+    (_M, _CHECKS + "{seed: {kind: int, high: ten}}", f"{_P}.checks.seed.high must be a number, got 'ten'"),
+    (_M, _CHECKS + "{seed: {none_ok: 1}}", f"{_P}.checks.seed.none_ok must be true or false, got 1"),
+    (_M, _CHECKS + "{seed: [int]}", f"{_P}.checks.seed must be a mapping, got ['int']"),
+    (_M, _CHECKS + "{seed-2: {}}", f"{_P}.checks: key 'seed-2' must be a Python identifier"),
+    (_M, _CHECKS + "{preset: {}}", f"{_P}.checks: 'preset' is always checked against the syllabus's presets; drop it"),
+    # out-of-range minutes
+    (_M, "    minutes: {smoke: 0}", f"{_P}.minutes.smoke must be a number > 0, got 0"),
+    (_M, "    minutes: {smoke: fast}", f"{_P}.minutes.smoke must be a number > 0, got 'fast'"),
+    (_M, "    minutes: [0.1]", f"{_P}.minutes must be a mapping, got [0.1]"),
+    (_M, "    reading_minutes: -5", f"{_P}.reading_minutes must be a number > 0, got -5"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("old, new, line", MALFORMED)
+def test_each_kind_of_malformed_syllabus_is_one_line_naming_its_place(tmp_path, old, new, line):
+    assert old in FIXTURE_SYLLABUS
+    assert problem_lines(tmp_path, FIXTURE_SYLLABUS.replace(old, new, 1)) == [line]
+
+
+def test_several_problems_are_all_listed_one_per_line_in_the_files_order(tmp_path):
+    text = (
+        FIXTURE_SYLLABUS.replace("title: Fixture course", "title: Fixture course\nauthor: me")
+        .replace("    minutes: {smoke: 0.1}", "    minutes: {smoke: 0, full: x, huge: 1}\n    checks: {seed: {low: a}}")
+        .replace("    title: A failing lesson\n", "")
+        .replace("prerequisites: [passing]", "prerequisites: [ghost, failing]\n    reading_minutes: true")
+        .replace("      smoke: {preset: smoke, greeting: from-preset}", "      smoke: {2x: 1}\n      gpu: {}")
+    )
+    assert problem_lines(tmp_path, text) == [
+        "top level: unknown key(s) ['author']; allowed: title, description, root, presets, lessons",
+        "lessons[0] (passing).minutes.smoke must be a number > 0, got 0",
+        "lessons[0] (passing).minutes.full must be a number > 0, got 'x'",
+        "lessons[0] (passing).minutes: unknown preset 'huge'; presets: ['smoke', 'full']",
+        "lessons[0] (passing).checks.seed.low must be a number, got 'a'",
+        "lessons[0] (passing).presets.smoke: key '2x' must be a Python identifier",
+        "lessons[0] (passing).presets: unknown preset 'gpu'; presets: ['smoke', 'full']",
+        "lessons[1] (failing): missing required key(s) ['title']",
+        "lessons[1] (failing): prerequisite 'ghost' is not a lesson id",
+        "lessons[1] (failing): lists itself as a prerequisite",
+        "lessons[1] (failing).reading_minutes must be a number > 0, got True",
+    ]
+
+
+def test_check_parameter_takes_what_the_schema_states():
+    """check_parameter's keywords and kinds are the schema's ``$defs/check``: every kind works, anything else is
+    refused in the schema's words."""
+    check = SCHEMA["$defs"]["check"]["properties"]
+    samples = {"int": 3, "number": 0.5, "str": "x", "bool": True}
+    assert [kind for kind in check["kind"]["enum"] if kind is not None] == list(samples)
+    for kind, value in samples.items():
+        assert check_parameter("x", value, kind) == value
+    allowed = ", ".join(check)
+    with pytest.raises(ValueError, match=re.escape(f"x: options: unknown key(s) ['minimum']; allowed: {allowed}")):
+        check_parameter("x", 1, "int", minimum=0)
+    with pytest.raises(ValueError, match=r"invalid check of x: low must be a number, got '0'"):
+        check_parameter("x", 1, "int", low="0")
+    with pytest.raises(ValueError, match=r"invalid check of x: choices must be a non-empty list, got \[\]"):
+        check_parameter("x", 1, choices=())
 
 
 def test_missing_notebooks_allowed_when_not_checked(tmp_path):
@@ -148,7 +304,7 @@ def test_a_bad_reading_time_is_refused(tmp_path, bad):
         "    minutes: {smoke: 0.1}\n", f"    minutes: {{smoke: 0.1}}\n    reading_minutes: {bad!r}\n", 1
     )
     assert "reading_minutes" in text
-    with pytest.raises(SyllabusError, match="reading_minutes must be a positive number"):
+    with pytest.raises(SyllabusError, match=rf"\(passing\)\.reading_minutes must be a number > 0, got {bad!r}"):
         load_syllabus(make_course(tmp_path, text))
 
 
