@@ -1,5 +1,6 @@
-"""The Sphinx source folder of the course website: ``conf.py``, the home page, the run summary and one published
-notebook per lesson with its download links (student, executed and instructor copies)."""
+"""The Sphinx source folder of the course website: ``conf.py``, the home page, the run summary, one published
+notebook per lesson with its download links (student, executed and instructor copies), the course's own pages and
+the library's manual with its API reference (:mod:`.manual`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from dro_course._files import write_text_atomic
 from dro_course.results import LessonResult
 from dro_course.site.assets import MATHJAX_ENTRY, PLOTLY_JS
+from dro_course.site.manual import write_manual
 from dro_course.site.publish import publish_notebook, strip_widget_state
 from dro_course.syllabus import Lesson, Syllabus
 
@@ -21,7 +23,16 @@ COURSE_PAGES = ("glossary.md", "syllabus.md", "instructor_guide.md")
 _CONF = """# Written by dro_course.site for each build: edit course/site/sources.py, not this file.
 project = {title!r}
 author = "dro_lab developers"
-extensions = ["myst_nb"]
+# autodoc, autosummary and napoleon: the API reference, generated from dro_lab's Google-style docstrings
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon"]
+autosummary_generate = False
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_typehints_description_target = "documented_params"
+napoleon_numpy_docstring = False
+napoleon_use_ivar = True  # a class's "Attributes:" as a field list: :members: documents the attributes themselves
+python_maximum_signature_line_length = 100
+add_module_names = False
 html_theme = "sphinx_book_theme"
 html_title = {title!r}
 html_static_path = ["_static"]
@@ -75,8 +86,15 @@ def _minutes(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: str, pages: Mapping[str, str]) -> str:
-    """The landing page: the course's description and a table of the lessons (link, reading and run time, status)."""
+def home_page(
+    syllabus: Syllabus,
+    results: Mapping[str, LessonResult],
+    preset: str,
+    pages: Mapping[str, str],
+    manual: Sequence[str] = (),
+) -> str:
+    """The landing page: the course's description and a table of the lessons (link, reading and run time, status);
+    ``manual``: the library's pages (the manual, then the API reference's index) for the navigation."""
     rows = []
     for number, lesson in enumerate(syllabus.lessons):
         r = results.get(lesson.id)
@@ -104,6 +122,7 @@ def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: s
             *rows,
             "",
             "See also the [run summary](summary.md).",
+            *_manual_links(manual),
             "",
             "```{toctree}",
             ":hidden:",
@@ -120,8 +139,25 @@ def home_page(syllabus: Syllabus, results: Mapping[str, LessonResult], preset: s
             *extra,
             "```",
             "",
+            *_toctree("The library", manual),
         ]
     )
+
+
+def _manual_links(manual: Sequence[str]) -> list[str]:
+    if not manual:
+        return []
+    return [
+        "",
+        f"The library the lessons use, `dro_lab`, has its [manual]({manual[0]}.md) and an "
+        f"[API reference]({manual[-1]}.rst) generated from its docstrings.",
+    ]
+
+
+def _toctree(caption: str, entries: Sequence[str]) -> list[str]:
+    if not entries:
+        return []
+    return ["```{toctree}", ":hidden:", f":caption: {caption}", "", *entries, "```", ""]
 
 
 def _downloads_cell(stem: str, result: LessonResult | None, preset: str) -> Any:
@@ -173,7 +209,8 @@ def write_sources(
     pages = {lesson.id: f"notebooks/{lesson.notebook.stem}" for lesson in syllabus.lessons}
     write_if_changed(src / "conf.py", conf_py(syllabus.title))
     write_if_changed(src / "_static" / "dro_lab.css", _CSS)
-    write_if_changed(src / "index.md", home_page(syllabus, by_id, preset, pages))
+    manual = write_manual(src, syllabus, write_if_changed)
+    write_if_changed(src / "index.md", home_page(syllabus, by_id, preset, pages, manual))
     lines = summary_md.splitlines()
     if lines and lines[0].startswith("# "):  # the navigation shows the page title: keep it short
         lines[0] = f"# Run summary ({preset} preset)"
