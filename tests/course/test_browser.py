@@ -5,7 +5,7 @@ tests/course/test_lessons.py), runs every cell from the Run menu, moves the β s
 beside it was redrawn with different data, and that no cell raised.
 
 A screenshot is saved to ``build/test-artifacts/browser/weights_panel_beta_slider.png`` (and, with
-``DRO_LAB_UPDATE_DOCS=1``, to ``docs/img/lesson01_browser.png`` for the README).
+``DRO_LAB_UPDATE_DOCS=1``, to ``docs/img/lesson01_browser.png``: a live panel in JupyterLab, for the docs).
 Skipped only when there is no Chromium (``.ci/run`` installs the Debian package) or no playwright
 package (it is in the ``test`` extra). Playwright never downloads a browser here.
 """

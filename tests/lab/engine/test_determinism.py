@@ -4,9 +4,10 @@ histories and identical parameters (bit for bit), and a different seed gives a d
 The table below must name every `Strategy` subclass that `dro_lab` exports: a new strategy fails
 `test_the_table_covers_every_exported_strategy` until it is added here.
 
-GPU caveat (documented in the README): CUDA kernels such as `index_add_`/`scatter_add_` with float atomics and some
-cuDNN convolutions are not deterministic, so on a GPU the same seed gives the same run only to rounding unless
-`torch.use_deterministic_algorithms(True)` is set (with `CUBLAS_WORKSPACE_CONFIG=:4096:8`).
+GPU caveat (documented in the manual, course/manual/reproducibility.md): CUDA kernels such as
+`index_add_`/`scatter_add_` with float atomics and some cuDNN convolutions are not deterministic, so on a GPU the same
+seed gives the same run only to rounding unless `torch.use_deterministic_algorithms(True)` is set (with
+`CUBLAS_WORKSPACE_CONFIG=:4096:8`).
 """
 
 from __future__ import annotations
