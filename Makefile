@@ -26,7 +26,7 @@ help:
 	@echo "make bench   - speed measurements (dro-lab bench)"
 	@echo "make reference - re-run the five shipped reference runs (about 2 h on 2 cores; resumes) into the package"
 
-$(STAMP): pyproject.toml requirements/constraints.txt
+$(STAMP): pyproject.toml setup.py requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
 	$(BIN)/python -m pip install --constraint requirements/constraints.txt --editable ".[all]"
