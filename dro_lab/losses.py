@@ -53,17 +53,28 @@ def torch_label_smoothing(alpha: float, num_classes: int) -> float:
 
     ``F.cross_entropy(logits, y, label_smoothing=torch_label_smoothing(α, k))`` equals
     :func:`ls_cross_entropy` with ``alpha=α`` (k = 6, α = 0.5 → ε = 0.6).
+
+    Args:
+        alpha, num_classes: the paper's α, in [0, (k−1)/k], and ``k ≥ 2``.
     """
     k = check_num_classes(num_classes)
     return check_ls_alpha(alpha, k) * k / (k - 1)
 
 
 def smoothed_targets(y: Tensor, num_classes: int, alpha: float, *, dtype: torch.dtype | None = None) -> Tensor:
-    r"""The paper's LS targets (eq. 3), shape ``(b, k)``: :math:`1-\alpha` on the true class, :math:`\alpha/(k-1)`
-    elsewhere.
+    r"""Label-smoothed targets (GI-LS paper): :math:`1-\alpha` on the true class, :math:`\alpha/(k-1)` elsewhere.
 
-    ``y`` holds hard labels ``(b,)``. Rows sum to one; α = 0 gives one-hot vectors. ``dtype``
-    defaults to torch's default float type; the result is on ``y``'s device.
+    Eq. 3 of Wang et al.: rows of shape ``(b, k)`` on ``y``'s device, summing to one; α = 0 gives one-hot vectors.
+
+    Args:
+        y, num_classes: hard labels, shape ``(b,)``, integers in ``[0, k)``, and ``k ≥ 2``.
+        alpha: α ∈ [0, (k−1)/k].
+        dtype: the targets' dtype (default: torch's default float type).
+
+    Example:
+        >>> smoothed_targets(torch.tensor([0, 2]), num_classes=3, alpha=0.2)
+        tensor([[0.8000, 0.1000, 0.1000],
+                [0.1000, 0.1000, 0.8000]])
 
     Raises:
         ValueError: ``num_classes < 2``, α outside [0, (k−1)/k], labels not integers in [0, k).
@@ -99,6 +110,10 @@ def ls_cross_entropy(logits: Tensor, y: Tensor, *, alpha: float, reduction: str 
             (for one-hot ``y`` this is exactly eq. 3).
         alpha: the paper's smoothing factor, in [0, (k−1)/k].
         reduction: ``"none"`` (per-sample, the default), ``"mean"`` or ``"sum"``.
+
+    Example:
+        >>> ls_cross_entropy(torch.zeros(2, 3), torch.tensor([0, 2]), alpha=0.2)  # uniform logits: log 3
+        tensor([1.0986, 1.0986])
     """
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")

@@ -36,6 +36,15 @@ def accuracy_report(
     """Average, per-class and worst-class accuracy (and per-group / worst-group when ``groups`` given).
 
     Classes or groups absent from ``y`` are reported as ``nan`` and ignored by the worst-case.
+
+    Args:
+        pred, y, groups: predicted and true class ids, and group ids, shape ``(n,)``.
+        num_classes: the number of classes (default: ``max(y) + 1``).
+        losses: per-sample losses: adds their mean ``loss``, ``loss_std`` and ``max_loss``.
+
+    Example:
+        >>> accuracy_report(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 0, 1, 1]))
+        {'accuracy': 0.75, 'n': 4, 'per_class_accuracy': [0.5, 1.0], 'worst_class_accuracy': 0.5}
     """
     for name, value in (("pred", pred), ("y", y), ("groups", groups), ("losses", losses)):
         if value is not None and not isinstance(value, Tensor):
@@ -168,7 +177,20 @@ def evaluate(
     loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
     num_classes: int | None = None,
 ) -> dict:
-    """Metrics of ``model`` on a dataset yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`)."""
+    """Metrics of ``model`` on a dataset yielding ``(x, y, index[, group])`` (see :mod:`dro_lab.data`).
+
+    Returns :func:`accuracy_report`'s dict, with the losses' ``loss``, ``loss_std`` and ``max_loss``.
+
+    Args:
+        model, dataset: maps inputs to logits (run in eval mode), and e.g. an :class:`~dro_lab.data.ArrayDataset`.
+        batch_size, loss_fn: the forward passes' batch; a per-sample loss ``(logits, y) -> (n,)`` (default CE).
+        num_classes: default: the dataset's ``num_classes``.
+
+    Example:
+        >>> report = evaluate(torch.nn.Linear(2, 2), make_minority_blobs(100)[1])
+        >>> report["n"], report["worst_group_accuracy"] <= report["accuracy"]
+        (100, True)
+    """
     _check_eval_args(model, dataset, batch_size, loss_fn)
     check_optional_int(num_classes, "num_classes")
     idx = torch.arange(len(dataset))
@@ -194,6 +216,9 @@ def dataset_losses(
 
     Eval mode (BatchNorm's running statistics are left alone), the train/eval mode restored: the
     exact loss vector of the hardness-weighted sampler's Theorem B.1 variant.
+
+    Args:
+        model, dataset, loss_fn, batch_size: as in :func:`evaluate`.
     """
     _check_eval_args(model, dataset, batch_size, loss_fn)
     loss_fn = loss_fn or per_sample_cross_entropy

@@ -2,17 +2,11 @@
 
 Every model here
 
-* maps a batch ``x`` to logits of shape ``(batch, num_classes)`` (use
-  ``F.cross_entropy(logits, y, reduction="none")`` for per-sample losses);
-* exposes ``penultimate(x)``, the features ``h`` fed to the last layer, and ``.classifier``,
-  that last :class:`torch.nn.Linear` (so ``model(x) == model.classifier(model.penultimate(x))``).
-  They serve for feature-space pictures and for the last-layer gradient bound
-  :math:`\\|\\nabla_W \\ell\\| = \\|\\mathrm{softmax}(z) - e_y\\|\\,\\|h\\|` (importance sampling);
-* creates no tensor on a fixed device: move it with ``model.to(device)``.
-
-Pick one by name with :func:`make_model`::
-
-    model = make_model("digits_cnn", in_shape=train.in_shape, num_classes=10)
+* maps a batch ``x`` to logits of shape ``(batch, num_classes)``;
+* exposes ``penultimate(x)``, the features ``h`` fed to the last layer, and ``.classifier``, that last
+  :class:`torch.nn.Linear` (``model(x) == model.classifier(model.penultimate(x))``), for feature-space
+  pictures and the last-layer gradient bound of importance sampling;
+* creates no tensor on a fixed device: move it with ``model.to(device)``. :func:`make_model` builds one by name.
 
 Paper models: :class:`SmallCNN` is the CNN of the importance-sampling paper (App. F);
 :class:`DigitsCNN` is the CPU-sized digits stand-in for the networks of the doubly-robust-AT (DONE) and
@@ -61,7 +55,12 @@ def num_classes_of(model: nn.Module) -> int | None:
 
 
 def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
-    """Number of (trainable) scalar parameters of ``model``."""
+    """Number of (trainable) scalar parameters of ``model``.
+
+    Args:
+        model: any ``nn.Module``.
+        trainable_only: count only the parameters with ``requires_grad=True``.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
@@ -163,12 +162,9 @@ class DigitsCNN(_Classifier):
     """A tiny CNN for 8×8 digits, small enough to train on a CPU (~9.8 k parameters).
 
     ``Conv(in→w, 3, pad 1) → ReLU → Conv(w→2w, 3, pad 1) → ReLU → MaxPool 2 → Flatten →
-    Linear(2w·(s/2)² → hidden) → ReLU → Linear(hidden → num_classes)``, no BatchNorm (so
-    per-sample gradients with ``torch.func`` need no special care). With the defaults
-    (``w=8``, ``hidden=32``, ``s=8``) this is the digits stand-in for DONE's ResNet-18 (Sow et al.,
-    2024, §4.1); it also serves the hardness-weighted-sampling digits experiment, ALSO's "small CNN"
-    (Feoktistov et al., 2025, §6.3) and the label-smoothing (GI-LS) experiment, whose small / medium / large
-    nets are ``width`` 8 / 16 / 32.
+    Linear(2w·(s/2)² → hidden) → ReLU → Linear(hidden → num_classes)``, no BatchNorm. With the defaults it
+    is the digits stand-in for DONE's ResNet-18 (Sow et al., 2024, §4.1), the HWS digits experiment's net,
+    ALSO's "small CNN" (§6.3) and GI-LS's (small / medium / large: ``width`` 8 / 16 / 32).
 
     Args:
         num_classes: Number of classes.
@@ -210,12 +206,9 @@ class SmallCNN(_Classifier):
     """The small CNN of the importance-sampling paper (Appendix F), for 28×28 images.
 
     ``Conv(in→5, 5) → ReLU → Conv(5→10, 5) → ReLU → Flatten (10·(s−8)²) → Linear(→100) → ReLU →
-    Linear(100 → num_classes)``: no padding, pooling, dropout or BatchNorm. At 28×28 the flatten
-    has 4000 features and, for the paper's 2 classes, the net has 401 692 parameters. The paper
-    ends with log-softmax; here the output is logits (use cross-entropy, which is the same loss).
-    On the offline stand-in use ``load_digits(size=28)``: the 5×5 convolutions cannot run on raw
-    8×8 images. Also a reasonable "small CNN" for the subsampled-MNIST analogues of the other
-    papers' experiments.
+    Linear(100 → num_classes)``: no padding, pooling, dropout or BatchNorm; 401 692 parameters at 28×28 for
+    the paper's 2 classes; logits, not the paper's log-softmax (cross-entropy is the same loss). On the
+    offline stand-in use ``load_digits(size=28)``.
 
     Args:
         num_classes: Number of classes.
@@ -289,12 +282,8 @@ class WideResNet(_Classifier):
 
     The hardness-weighted-sampling paper trains WRN-16-1 on MNIST: ``conv3×3(in→16)``, three
     groups of ``(depth − 4) / 6`` blocks with ``16k, 32k, 64k`` channels (strides 1, 2, 2),
-    BN → ReLU → global average pool → ``Linear(64k → num_classes)``. WRN-16-1 has 174 778
-    parameters for 1-channel input and 10 classes; about 20 M multiply-adds per 28×28 image,
-    so it is a GPU-scale model (use :class:`SmallCNN` or :class:`DigitsCNN` on a CPU).
-
-    It contains BatchNorm: per-sample gradients with ``torch.func`` need the model in
-    ``eval()`` mode (or ``torch.func.replace_all_batch_norm_modules_``).
+    BN → ReLU → global average pool → ``Linear(64k → num_classes)``. WRN-16-1 (174 778 parameters for
+    1-channel input and 10 classes) is GPU-scale. Its BatchNorm makes per-sample gradients need ``eval()``.
 
     Args:
         num_classes: Number of classes.
@@ -390,21 +379,16 @@ def available_models() -> tuple[str, ...]:
 def make_model(name: str, *, in_shape: int | Sequence[int], num_classes: int, **kw: Any) -> nn.Module:
     """Build a model by name for inputs of shape ``in_shape``.
 
-    ============  =====================================================  ========================
-    name          model                                                  ``in_shape``
-    ============  =====================================================  ========================
-    ``logreg``    :class:`LogisticRegression`                            any (flattened)
-    ``mlp``       :class:`MLP` (``hidden``, ``activation``, ``dropout``)   any (flattened)
-    ``digits_cnn`` :class:`DigitsCNN` (``width``, ``hidden``)             ``(C, S, S)``
-    ``small_cnn`` :class:`SmallCNN` (``channels``, ``hidden``)            ``(C, S, S)``, S ≥ 9
-    ``wrn16_1``   :class:`WideResNet` depth 16, k = 1                    ``(C, S, S)``
-    ============  =====================================================  ========================
+    * ``logreg``: :class:`LogisticRegression`, any ``in_shape`` (flattened);
+    * ``mlp``: :class:`MLP` (``hidden``, ``activation``, ``dropout``), any ``in_shape`` (flattened);
+    * ``digits_cnn``: :class:`DigitsCNN` (``width``, ``hidden``), ``in_shape`` ``(C, S, S)``;
+    * ``small_cnn``: :class:`SmallCNN` (``channels``, ``hidden``), ``(C, S, S)`` with S ≥ 9;
+    * ``wrn16_1``: :class:`WideResNet` of depth 16 and width k = 1, ``(C, S, S)``.
 
     Args:
         name: A name from :func:`available_models`.
-        in_shape: Shape of one input without the batch dimension, e.g. ``dataset.in_shape``
-            (``(1, 8, 8)`` for digits images, ``(2,)`` for the minority blobs); an int means
-            ``(in_shape,)``.
+        in_shape: Shape of one input without the batch dimension (``(1, 8, 8)`` for digits images); an int
+            means ``(in_shape,)``.
         num_classes: Number of classes.
         **kw: Extra keyword arguments of the model class.
 
@@ -415,6 +399,11 @@ def make_model(name: str, *, in_shape: int | Sequence[int], num_classes: int, **
     Raises:
         ValueError: An unknown name (the message lists the valid ones) or an ``in_shape`` that
             does not fit the model.
+
+    Example:
+        >>> model = make_model("digits_cnn", in_shape=(1, 8, 8), num_classes=10)
+        >>> model(torch.zeros(5, 1, 8, 8)).shape
+        torch.Size([5, 10])
     """
     if name not in _REGISTRY:
         raise ValueError(f"unknown model {name!r}; valid names: {', '.join(_REGISTRY)}")

@@ -5,27 +5,15 @@ problem. The functions here are *not* that solver: they write a paper's closed f
 printed, so a notebook or a test can put the printed formula beside the exact answer and show where
 the two agree and where the paper is wrong.
 
-* :func:`fidon_eq21_weights` — Fidon, Ourselin & Vercauteren (2020), §3.1, Example 3.1, eq. (21):
-  the Pearson-χ² worst case :math:`\bar p_i=\mathrm{ReLU}\big(\frac1n(1+\frac\beta2(\ell_i-\bar\ell))\big)`.
-  The multiplier of :math:`\sum_i q_i=1` is fixed at the mean loss, which is right only while no
-  entry is clipped: beyond :func:`fidon_eq21_threshold` the printed weights are **not a
-  distribution** (they sum to more than 1).
-* :func:`fidon_eq21_threshold` — the largest β for which eq. (21) is exact, :math:`2/(\bar\ell-\min_i\ell_i)`.
-* :func:`cvar_sorted_weights` — the CVaR worst case written as the rule a reader would apply by hand:
-  sort the losses, pour the cap :math:`1/(n\alpha)` on the worst, then the next, until the weights
-  sum to one (Rockafellar & Uryasev, 2000; Levy et al., 2020).
-
-* :func:`simplex_worst_case` — every inner problem handed to a general-purpose solver over the simplex (scipy's
-  SLSQP with analytic gradients and tight tolerances; HiGHS for the CVaR linear programme). It knows nothing of
-  softmaxes, projections or duality, which is what makes it an oracle. (The timing baseline
-  :func:`dro_lab.bench.weights.scipy_worst_case` keeps scipy's default tolerances, as a reader would; at those
-  SLSQP can stop well short of the KL ball's maximum, so it is no oracle.) SLSQP reports no bound on how far it
-  stopped from the maximum.
-* :func:`dual_worst_case` — the penalised worst case (KL or χ²) with a certificate: the one-dimensional convex
-  dual solved by bisection gives an upper bound, the primal point it induces a lower bound, and both come with a
-  bound on their float64 rounding, so the maximum is bracketed whatever the solver did.
-* :func:`penalised_objective` — the primal objective :math:`\langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)` at a
-  given point, with the same rounding bound: the value any candidate weights achieve.
+* :func:`fidon_eq21_weights` and :func:`fidon_eq21_threshold` — Fidon et al. (2020)'s eq. (21), the Pearson-χ²
+  worst case with the multiplier fixed at the mean loss: beyond the threshold it is **not a distribution**;
+* :func:`cvar_sorted_weights` — the CVaR worst case by hand: pour the cap :math:`1/(n\alpha)` on the worst
+  losses until the weights sum to one (Rockafellar & Uryasev, 2000);
+* :func:`simplex_worst_case` — every inner problem handed to a general-purpose solver (scipy's SLSQP with tight
+  tolerances, HiGHS for CVaR): it knows nothing of softmaxes, projections or duality, but carries no bound;
+* :func:`dual_worst_case` — the penalised worst case (KL or χ²) bracketed by a certificate (the convex dual's
+  upper bound, the induced primal point's lower bound, both with a bound on their rounding);
+* :func:`penalised_objective` — the primal objective at a given point, with the same rounding bound.
 
 Everything here is numpy in float64.
 """
@@ -57,15 +45,13 @@ def _loss_array(losses, name: str = "losses") -> np.ndarray:
 
 
 def fidon_eq21_weights(losses, beta: float) -> np.ndarray:
-    r"""Fidon et al.'s eq. (21) as printed: :math:`\mathrm{ReLU}\big(\frac1n(1+\frac\beta2(\ell_i-\bar\ell))\big)`.
+    r"""Fidon et al.'s χ² worst case as printed: :math:`\mathrm{ReLU}\big(\frac1n(1+\frac\beta2(\ell_i-\bar\ell))\big)`.
 
     This is the Pearson-χ² worst case of §3.1, Example 3.1 (penalty :math:`\frac1\beta\chi^2(q\|\hat p)`,
     uniform prior) with the normalising multiplier fixed at the mean loss :math:`\bar\ell`. It is the
-    exact maximiser while nothing is clipped, i.e. for ``beta <= fidon_eq21_threshold(losses)``.
-    Beyond that threshold some entries clip at 0 and the rest keep their unclipped values, so the
-    result **sums to more than 1 and is not a distribution**; the exact answer then moves the
-    multiplier up (:func:`dro_lab.worst_case_weights` with ``divergence="chi2"``). Returned as is,
-    never renormalised: the point of this oracle is to show the printed formula.
+    exact maximiser while nothing is clipped, i.e. for ``beta <= fidon_eq21_threshold(losses)``; beyond, the
+    result **sums to more than 1 and is not a distribution** (the exact answer moves the multiplier up).
+    Returned as is, never renormalised: the point of this oracle is to show the printed formula.
 
     Args:
         losses: per-sample losses ``ℓ``, shape ``(n,)`` (tensor, array or list; finite).
@@ -80,7 +66,7 @@ def fidon_eq21_weights(losses, beta: float) -> np.ndarray:
 
 
 def fidon_eq21_threshold(losses) -> float:
-    r"""The largest β at which eq. (21) clips nothing, :math:`2/(\bar\ell-\min_i\ell_i)` (``inf`` for equal losses).
+    r"""The largest β at which equation 21 clips nothing, :math:`2/(\bar\ell-\min_i\ell_i)` (``inf`` for equal losses).
 
     For ``0 <= beta <= threshold`` every bracket :math:`1+\frac\beta2(\ell_i-\bar\ell)` is ``>= 0``, the
     weights of :func:`fidon_eq21_weights` sum to 1 and equal the exact χ² worst case (Fidon et al.,
@@ -148,11 +134,9 @@ def simplex_worst_case(
     Exactly one knob: ``beta`` (penalised, :math:`\max_q\langle q,\ell\rangle-\frac1\beta D(q\|p)`, ``β > 0``
     finite), ``radius`` (constrained, :math:`\max_q\langle q,\ell\rangle` s.t. :math:`D(q\|p)\le r`) for
     ``divergence`` ``"kl"`` or ``"chi2"``; ``alpha`` for ``"cvar"`` (:math:`q_i\le p_i/\alpha`). SLSQP starts from
-    ``p`` with ``ftol=1e-15``; its value agrees with an exact solver to about 1e-8 for n up to a few dozen, its
-    weights to about 1e-6 for the penalised problems but only to about 1e-4 on a ball's boundary, where the objective
-    is flat (how close depends on the machine). It carries no certificate: show it beside an exact answer, never
-    assert with it (:func:`dual_worst_case` is the certified oracle of the penalised problems). SLSQP's cost grows like
-    n³: keep n small. CVaR is solved exactly by HiGHS.
+    ``p`` with ``ftol=1e-15`` (weights to about 1e-6, only 1e-4 on a ball's boundary; cost ∝ n³: keep n small).
+    No certificate: show it beside an exact answer, never assert with it (:func:`dual_worst_case` is the
+    certified oracle of the penalised problems). CVaR is solved exactly by HiGHS.
 
     Args:
         losses: the loss vector ``ℓ``, shape ``(n,)``; finite.

@@ -44,6 +44,10 @@ def class_balanced_weights(labels) -> Tensor:
 
     Returns:
         ``w``, float64, shape ``(n,)``, on the labels' device.
+
+    Example:
+        >>> class_balanced_weights(torch.tensor([0, 0, 0, 1]))
+        tensor([0.1667, 0.1667, 0.1667, 0.5000], dtype=torch.float64)
     """
     labels = as_label_tensor(labels, "labels")
     if labels.numel() == 0:
@@ -58,6 +62,9 @@ def extremile_spectrum(m: int, n_draws: float) -> Tensor:
 
     ``σ_k`` weighs the ``k``-th smallest loss; it is the law of the maximum of ``r`` draws, so it
     sums to 1 and is nondecreasing for ``r ≥ 1`` (``r = 1``: uniform, the mean).
+
+    Args:
+        m, n_draws: the batch size ``M ≥ 1`` and ``r ≥ 1``.
 
     Returns:
         ``σ``, float64, shape ``(m,)``.
@@ -153,10 +160,8 @@ def spectral_risk_weights(losses: Tensor, spectrum, *, shift_cost: float, penalt
 
     .. math:: q^\star=\arg\max_{q\in\mathcal P(\sigma)}\ \langle q,\ell\rangle-\nu\,D(q\,\|\,\tfrac1M\mathbf 1)
 
-    over the permutahedron :math:`\mathcal P(\sigma)` (the convex hull of the permutations of the
-    spectrum), with ``ν = shift_cost`` and ``D`` dro_lab's KL (:math:`\sum q\log(Mq)`) or χ²
-    (:math:`M\sum(q-\frac1M)^2`). Solved exactly by pool-adjacent-violators on the sorted losses
-    (the deshift algorithm; O(M log M)):
+    over the permutahedron :math:`\mathcal P(\sigma)` of the spectrum, ``ν = shift_cost``, ``D`` dro_lab's KL or
+    χ². Solved exactly by pool-adjacent-violators on the sorted losses (deshift's algorithm):
 
     * KL: :math:`q=\exp(\ell/\nu-c^\star)/M`, :math:`c^\star` the negative-entropy isotonic regression;
     * χ²: :math:`q=\ell/(2M\nu)-c^\star+1/M` (deshift writes ``ℓ/ν'``: its ``shift_cost`` ν' is our ``2Mν``);
@@ -170,8 +175,11 @@ def spectral_risk_weights(losses: Tensor, spectrum, *, shift_cost: float, penalt
         penalty: ``"kl"`` or ``"chi2"``.
 
     Returns:
-        ``q`` (sums to 1), detached, in the losses' dtype and on their device. The arithmetic runs
-        in float64 on the CPU (PAV is sequential; one host transfer per batch).
+        ``q`` (sums to 1), detached, in the losses' dtype and on their device (computed in float64 on the CPU).
+
+    Example:
+        >>> spectral_risk_weights(torch.tensor([3.0, 1.0, 2.0]), extremile_spectrum(3, 2.0), shift_cost=0.0)
+        tensor([0.5556, 0.1111, 0.3333])
     """
     nu = check_number(shift_cost, "shift_cost", low=0.0)
     penalty = check_choice(penalty, "penalty", ("kl", "chi2"))
@@ -199,10 +207,10 @@ def spectral_risk_weights(losses: Tensor, spectrum, *, shift_cost: float, penalt
 
 
 def done_weights(losses: Tensor, *, r: float, log_u: Tensor | None = None, eta: float = 1.0) -> tuple[Tensor, Tensor]:
-    r"""DONE's instance weights and the updated log running average (Sow et al., Algorithm 1 lines 10–12, eq. (10)).
+    r"""DONE's instance weights and the updated log running average (Sow et al., Algorithm 1, lines 10–12).
 
     With :math:`g_i=e^{\ell_i/r}` and :math:`f(z)=r\log z`, the step :math:`\theta_{t+1}=\theta_t-\beta_t
-    \widehat\nabla g\,\nabla f(u_{t+1})` of eq. (10) is a plain step on :math:`\sum_i\omega_i\ell_i` with
+    \widehat\nabla g\,\nabla f(u_{t+1})` of the paper's eq. (10) is a plain step on :math:`\sum_i\omega_i\ell_i` with
 
     .. math::
         s = \log\frac1{|\mathcal B|}\sum_{i\in\mathcal B}e^{\ell_i/r},\qquad
@@ -210,20 +218,24 @@ def done_weights(losses: Tensor, *, r: float, log_u: Tensor | None = None, eta: 
         \omega_i = \frac{e^{\ell_i/r-\log u_{t+1}}}{|\mathcal B|}
 
     all in log space (``e^{ℓ/r}`` overflows float32 once ℓ/r > 88.7). With ``eta = 1`` or no previous
-    ``log_u`` the weights are ``softmax(ℓ/r)`` over the batch and sum to one.
-
-    **The weights' sum with η < 1.** They sum to :math:`e^{s}/u_{t+1}`, the batch's mean of :math:`g` over the
-    running average, which the optimiser's step is multiplied by. That is the paper's algorithm: :math:`u_{t+1}`
-    stands in for the full-data mean of :math:`g` in the exact gradient
-    :math:`\nabla\mathcal L=r\sum_i\nabla g_i/\sum_i g_i` (eq. (11)), whose weights sum to one over all M
-    examples, not over each batch (with :math:`u` equal to that mean, a uniformly drawn batch's sum is one in
-    expectation). In practice the sum is at most :math:`1/\eta` and, for most batches, well below one once
-    :math:`g` is heavy-tailed (small r: a few hard batches dominate :math:`u`) or the losses fall during training
-    (:math:`u` lags behind). The weights are returned unnormalised on purpose: dividing them by their batch sum
-    cancels :math:`u_{t+1}` and gives exactly the ``eta = 1`` weights, softmax(ℓ/r), whatever η.
+    ``log_u`` the weights are ``softmax(ℓ/r)`` over the batch and sum to one. With η < 1 they sum to
+    :math:`e^{s}/u_{t+1}` (at most :math:`1/\eta`): :math:`u_{t+1}` stands in for the full-data mean of
+    :math:`g` in the exact gradient (eq. (11)), whose weights sum to one over all examples, not per batch.
+    They are unnormalised on purpose (normalising cancels :math:`u_{t+1}`: the η = 1 weights);
     :class:`~dro_lab.strategies.DONEStrategy` warns when η < 1.
 
-    Returns ``(ω, log u_{t+1})``, both detached, float64 internally.
+    Args:
+        losses: the batch's per-sample losses ``ℓ``, shape ``(|B|,)``, finite.
+        r: the KL regularisation ``r > 0`` (large ``r``: uniform weights).
+        log_u: ``log u_t``, the previous call's second output (``None`` at the first batch).
+        eta: the running average's step ``η ∈ (0, 1]``.
+
+    Returns:
+        ``(ω, log u_{t+1})``, both detached; ``ω`` in the losses' dtype, ``log u_{t+1}`` float64.
+
+    Example:
+        >>> done_weights(torch.tensor([1.0, 2.0, 3.0]), r=1.0)[0]  # softmax(ℓ/r)
+        tensor([0.0900, 0.2447, 0.6652])
     """
     r = check_number(r, "r", low=0, low_open=True)
     eta = check_number(eta, "eta", low=0, high=1, low_open=True)
@@ -257,7 +269,11 @@ def gairat_weights(kappa: Tensor, steps: int, *, lam: float = -1.0) -> Tensor:
 
     κ_i is the number of the K PGD steps at whose start example i was still classified correctly (the
     official code writes ⌊K/2⌋ for K/2; the two agree for even K). Few steps correct (close to the
-    boundary) → large weight."""
+    boundary) → large weight. Returns ω, float32, shape ``(n,)``.
+
+    Args:
+        kappa, steps, lam: κ (shape ``(n,)``, counts in ``[0, K]``), K and λ.
+    """
     check_int(steps, "steps")
     lam = check_number(lam, "lam")
     if not isinstance(kappa, Tensor) or kappa.dim() != 1 or kappa.numel() == 0:
@@ -274,7 +290,12 @@ def gairat_weights(kappa: Tensor, steps: int, *, lam: float = -1.0) -> Tensor:
 def mail_weights(logits: Tensor, y: Tensor, *, bias: float = -1.5, slope: float = 1.0, scale: float = 3.0) -> Tensor:
     r"""MAIL (the official code's form): :math:`\omega_i = s\cdot\sigma(\text{slope}\,(PM_i + \text{bias}))` with the
     negative probabilistic margin :math:`PM_i = \max_{j\ne y_i}p_j(x_i') - p_{y_i}(x_i')` of the adversarial example
-    (large when it is misclassified). Defaults: bias −1.5, slope 1, scale 3 (the code's constant normaliser)."""
+    (large when it is misclassified). Returns ω, float32, shape ``(n,)``.
+
+    Args:
+        logits, y: the logits on the adversarial examples :math:`x_i'`, shape ``(n, k)``, and the labels.
+        bias, slope, scale: the formula's constants (defaults: the official code's; ``scale > 0``).
+    """
     bias, slope, scale = check_number(bias, "bias"), check_number(slope, "slope"), check_number(scale, "scale")
     if not scale > 0:
         raise ValueError(f"scale must be > 0, got {scale!r}")
@@ -290,8 +311,9 @@ def mail_weights(logits: Tensor, y: Tensor, *, bias: float = -1.5, slope: float 
 
 def done_weight_stats(weights) -> dict[str, float]:
     r"""Summary of one batch of instance weights ω: ``ess`` = :math:`1/\sum_i\omega_i^2` (ω summing to one, as
-    :func:`dro_lab.done_weights` gives with η = 1), ``batch`` = |B|, ``ess_fraction`` =
-    ESS/|B| and ``max_scaled`` = :math:`\max_i\omega_i|\mathcal B|` (1 everywhere = the uniform weights of AT)."""
+    :func:`dro_lab.done_weights` gives with η = 1), ``batch`` = :math:`|\mathcal B|`, ``ess_fraction`` =
+    :math:`\mathrm{ESS}/|\mathcal B|` and ``max_scaled`` = :math:`\max_i\omega_i|\mathcal B|` (1 everywhere = the
+    uniform weights of AT)."""
     w = to_numpy(weights).reshape(-1)
     if w.size == 0:
         raise ValueError("weights must be a non-empty vector")

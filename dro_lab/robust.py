@@ -1,9 +1,7 @@
 r"""Distributionally robust objectives on a vector of per-sample losses.
 
-Pure functions: a loss vector ``ℓ`` (shape ``(n,)``) in, weights or a scalar out. Nothing here
-holds ``nn`` state, so the same code serves per-sample losses, per-group losses and notebooks.
-
-The worst case over the simplex :math:`\Delta_n` around a prior ``p`` (uniform by default):
+Pure functions: a loss vector ``ℓ`` (shape ``(n,)``; per-sample or per-group losses) in, weights or a
+scalar out. The worst case over the simplex :math:`\Delta_n` around a prior ``p`` (uniform by default):
 
 * penalised (``beta``):   :math:`\max_q \langle q,\ell\rangle - \tfrac1\beta D_\phi(q\|p)`
 * constrained (``radius``): :math:`\max_q \langle q,\ell\rangle` s.t. :math:`D_\phi(q\|p)\le r`
@@ -12,9 +10,8 @@ The worst case over the simplex :math:`\Delta_n` around a prior ``p`` (uniform b
 with :math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)`, :math:`\phi(z)=z\log z` (``"kl"``) or
 :math:`(z-1)^2` (``"chi2"``).
 
-All internal arithmetic runs in float64 (float32 on devices without float64), on the device of
-the losses; results come back in the losses' dtype. Large ``beta`` never overflows: exponents are
-formed from ``ℓ - max ℓ`` before scaling.
+Internal arithmetic runs in float64 (where the device has it) on the losses' device; results come back
+in the losses' dtype. Large ``beta`` never overflows (exponents of ``ℓ - max ℓ``).
 """
 
 from __future__ import annotations
@@ -39,6 +36,7 @@ __all__ = [
     "RobustLoss",
 ]
 
+#: The ``divergence`` values of :func:`worst_case_weights` and :func:`robust_loss`: KL, χ² and CVaR.
 DIVERGENCES = ("kl", "chi2", "cvar")
 
 # Bisection on log(beta): stop when the bracket is this tight (relative), or after this many steps.
@@ -529,8 +527,8 @@ def worst_case_weights(
         tied mass is spread in proportion to ``p``.
 
     Example:
-        >>> worst_case_weights(torch.tensor([0.1, 2.0, 0.5]), divergence="kl", beta=1.0)
-        tensor([0.1299, 0.8681, 0.1937])[...]  # doctest: +SKIP
+        >>> worst_case_weights(torch.tensor([1.0, 2.0, 3.0]), divergence="kl", beta=1.0)  # softmax(βℓ)
+        tensor([0.0900, 0.2447, 0.6652])
     """
     losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior, weights_only=True)
     q, _ = _solve(problem)
@@ -541,8 +539,17 @@ def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None)
     r"""The β ↔ r duality: the penalty β whose penalised maximiser solves the radius-r problem.
 
     For ``r`` below the worst case's divergence, the constrained maximiser equals the penalised one
-    at this β (the KKT multiplier of the constraint is 1/β). Returns ``inf`` when the radius
-    reaches the arg-max limit and ``0`` for ``r = 0``.
+    at this β (the KKT multiplier of the constraint is 1/β): :math:`D_\phi(q_\beta\|p) = r`.
+
+    Returns β as a float: ``inf`` when the radius reaches the arg-max limit, ``0`` for ``r = 0``.
+
+    Args:
+        losses, radius: ``ℓ``, shape ``(n,)``, and ``r ≥ 0``.
+        divergence, prior: ``"kl"`` or ``"chi2"``, and ``p`` (uniform when ``None``).
+
+    Example:
+        >>> round(radius_to_beta(torch.tensor([1.0, 2.0, 3.0]), 0.1), 4)
+        0.5696
     """
     if not isinstance(divergence, str) or divergence.lower() not in ("kl", "chi2"):
         raise ValueError(f"divergence must be 'kl' or 'chi2' for the β ↔ r duality, got {divergence!r}")
@@ -554,8 +561,16 @@ def radius_to_beta(losses, radius: float, *, divergence: str = "kl", prior=None)
 
 
 def divergence_value(q, p, divergence: str) -> Tensor:
-    r""":math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)` for ``"kl"`` (:math:`\phi=z\log z`) or ``"chi2"``
-    (:math:`\phi=(z-1)^2`). ``p`` entries of zero contribute nothing (``q`` must be zero there)."""
+    r"""The divergence :math:`D_\phi(q\|p)=\sum_i p_i\,\phi(q_i/p_i)` of two probability vectors, a 0-d tensor.
+
+    Args:
+        q, p: non-negative vectors of one shape; where ``p`` is zero ``q`` must be too (else ``inf``).
+        divergence: ``"kl"`` (:math:`\phi(z)=z\log z`) or ``"chi2"`` (:math:`\phi(z)=(z-1)^2`).
+
+    Example:
+        >>> divergence_value(torch.tensor([0.5, 0.5, 0.0]), torch.full((3,), 1 / 3), "kl")  # log 1.5
+        tensor(0.4055)
+    """
     if isinstance(q, Tensor) and isinstance(p, Tensor) and q.device != p.device:
         raise ValueError(f"q is on {q.device} but p is on {p.device}; put them on one device")
     q = _as_loss_vector(q, "q")
@@ -580,16 +595,24 @@ def robust_loss(
     alpha: float | None = None,
     prior=None,
 ) -> Tensor:
-    r"""The distributionally robust objective of a loss vector, differentiable.
+    r"""The distributionally robust objective of a loss vector, differentiable: a 0-d tensor in its dtype.
 
     Value: for the penalised forms :math:`\max_q \langle q,\ell\rangle-\frac1\beta D_\phi(q\|p)`
     (KL: the log-mean-exp :math:`\frac1\beta\log\sum_i p_i e^{\beta\ell_i}`; ``β = 0``: the
     ``p``-weighted mean); for the constrained forms and CVaR, :math:`\langle q^\star,\ell\rangle`.
     Gradient: :math:`q^\star` with respect to ``ℓ`` (``q`` detached; envelope theorem), so the
-    parameter gradient is :math:`\mathbb E_{q^\star}[\nabla\ell]`::
+    parameter gradient is :math:`\mathbb E_{q^\star}[\nabla\ell]`.
 
-        per_sample = F.cross_entropy(logits, y, reduction="none")
-        robust_loss(per_sample, divergence="kl", beta=10.0).backward()
+    Args:
+        losses: per-sample losses ``ℓ``, shape ``(n,)``, e.g. ``F.cross_entropy(..., reduction="none")``.
+        divergence: ``"kl"``, ``"chi2"`` or ``"cvar"``; ``beta``, ``radius``, ``alpha`` and ``prior`` as in
+            :func:`worst_case_weights`.
+
+    Example:
+        >>> losses = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        >>> robust_loss(losses, divergence="kl", beta=1.0).backward()
+        >>> losses.grad  # the worst-case weights
+        tensor([0.0900, 0.2447, 0.6652])
     """
     losses, problem = _prepare(losses, divergence, beta, radius, alpha, prior)
     q, beta_eff = _solve(problem)
@@ -624,8 +647,16 @@ def _log_mean_exp_shifted(losses: Tensor, prior: Tensor, beta: float) -> Tensor:
 class RobustLoss(torch.nn.Module):
     """Module form of :func:`robust_loss`, fast-dro style: a drop-in reducer of per-sample losses.
 
-    >>> criterion = RobustLoss("kl", beta=10.0)
-    >>> loss = criterion(F.cross_entropy(logits, y, reduction="none"))  # doctest: +SKIP
+    ``criterion(losses, prior=None)`` is :func:`robust_loss`, ``criterion.weights(losses, prior=None)``
+    :func:`worst_case_weights`.
+
+    Args:
+        divergence: ``"kl"``, ``"chi2"`` or ``"cvar"``; ``beta``, ``radius`` and ``alpha`` as in
+            :func:`worst_case_weights`.
+
+    Example:
+        >>> RobustLoss("kl", beta=1.0)(torch.tensor([1.0, 2.0, 3.0]))  # (1/β)·log mean e^{βℓ}
+        tensor(2.3090)
     """
 
     def __init__(

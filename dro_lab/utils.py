@@ -20,6 +20,9 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     ``"xpu"``) is refused at once, with a ``ValueError`` naming the devices that are available, instead of failing
     deep inside the first tensor moved there. Resolve once at the top (engine, notebook parameters); library
     functions then follow the device of their tensors and never choose one themselves.
+
+    Args:
+        device: ``"auto"``, ``None``, a device string, an index or a ``torch.device``.
     """
     if not (device is None or isinstance(device, (str, torch.device, int))) or isinstance(device, bool):
         raise TypeError(
@@ -71,8 +74,10 @@ def _available() -> list[str]:
 def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator:
     """Seed Python, NumPy and torch (all devices) and return a fresh CPU ``torch.Generator`` with that seed.
 
-    With ``deterministic=True`` cuDNN picks deterministic kernels (``benchmark=False``), the uvadlc
-    set-up cell; CPU runs are then bit-identical for a given seed.
+    Args:
+        seed: a non-negative int.
+        deterministic: make cuDNN pick deterministic kernels (``benchmark=False``), the uvadlc set-up
+            cell; CPU runs are bit-identical for a given seed either way.
     """
     seed = check_int(seed, "seed", low=0)
     random.seed(seed)
@@ -86,7 +91,12 @@ def seed_everything(seed: int, *, deterministic: bool = True) -> torch.Generator
 
 
 def make_generator(seed: int | None = None, device: str | torch.device = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` on ``device``, seeded with ``seed`` (from the global RNG when ``None``)."""
+    """A ``torch.Generator`` on ``device``, seeded with ``seed`` (from the global RNG when ``None``).
+
+    Args:
+        seed: a non-negative int, or ``None``.
+        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    """
     check_optional_int(seed, "seed", low=0)
     try:
         gen = torch.Generator(device=device)

@@ -2,8 +2,8 @@
 pages whose numbers come from files generated at build time.
 
 - :func:`manual_pages`: the pages in reading order, the order in which ``manual/index.md`` links them;
-- :func:`benchmarks_markdown`: the tables of ``dro-lab bench --json`` documents (``docs/bench-*.json``), each row
-  written by the row formatter ``dro-lab bench`` prints with (:mod:`dro_lab.bench`);
+- :func:`benchmarks_markdown`: the tables of ``dro-lab bench --json`` documents (``docs/bench-*.json``), as
+  :func:`dro_lab.bench.markdown` writes them with the heads and row formatters ``dro-lab bench`` prints with;
 - :func:`references_markdown`: the verdicts of the reference runs shipped with the library, through
   :func:`dro_lab.experiments.load_reference` and :meth:`~dro_lab.experiments.Reference.markdown`;
 - :func:`write_manual`: the pages into the Sphinx source folder, beside the API reference (:mod:`.api`).
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from dro_course.site.api import write_api_sources
 from dro_course.syllabus import Syllabus
@@ -50,62 +49,16 @@ def manual_pages(folder: Path) -> list[str]:
 # --------------------------------------------------------------------------- benchmarks
 
 
-def _bench_sections() -> dict[str, tuple[str, str, Callable[[Any], Iterable[str]]]]:
-    """``dro-lab bench`` section -> (its key in the JSON document, its table head, its rows)."""
-    from dro_lab.bench import also, done, gils, hws, importance, pergrad, weights  # here: torch, scipy load late
-
-    return {
-        "weights": ("results", weights.TABLE_HEAD, lambda v: map(weights.format_row, v)),
-        "chi2-ball": ("chi2_ball", weights.CHI2_BALL_HEAD, lambda v: map(weights.format_chi2_ball, v)),
-        "hws-step": ("hws_step", hws.HWS_STEP_HEAD, lambda v: [hws.format_hws_step(v)]),
-        "hws-draw": ("hws_draw", hws.HWS_DRAW_HEAD, lambda v: map(hws.format_hws_draw, v)),
-        "pergrad": ("pergrad", pergrad.PERGRAD_HEAD, lambda v: map(pergrad.format_pergrad, v)),
-        "is-run": ("is_run", importance.IS_RUN_HEAD, importance.format_is_run),
-        "also-step": ("also_step", also.ALSO_HEAD, lambda v: map(also.format_also_step, v)),
-        "done-step": ("done_step", done.DONE_HEAD, lambda v: [done.format_done_step(v)]),
-        "gils-T": ("gils_T", gils.GILS_HEAD, lambda v: [gils.format_gils_epoch(v)]),
-    }
-
-
-def _machine(info: dict) -> str:
-    where = info.get("gpu") or info.get("cpu_model") or info.get("cpu", "?")
-    return (
-        f"{info.get('device', '?')} ({where}), {info.get('threads', '?')} torch threads, "
-        f"torch {info.get('torch', '?')}, Python {info.get('python', '?')}"
-    )
-
-
-def _section_table(name: str, document: dict) -> list[str]:
-    key, head, rows = _bench_sections()[name]
-    value = document.get(key)
-    if not value:
-        return ["*No rows recorded.*", ""]
-    try:
-        lines = [line for row in rows(value) for line in row.splitlines()]
-    except (KeyError, TypeError):  # a document from an earlier dro-lab bench, whose rows had other fields
-        return [
-            f"*Recorded by an earlier `dro-lab bench`, in a form today's table cannot show: run "
-            f"`dro-lab bench --only {name}` again to refresh it.*",
-            "",
-        ]
-    return [head, *lines, ""]
-
-
 def bench_document_markdown(path: Path) -> str:
-    """One ``dro-lab bench --json`` document as Markdown: the machine, then each section's table."""
+    """One ``dro-lab bench --json`` document as Markdown: its file name, then :func:`dro_lab.bench.markdown`'s
+    text (the machine, then each section's table)."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # the page says so; the rest of the site still builds
         return f"### `{path.name}`\n\n*This document cannot be read ({exc}).*\n"
-    known = _bench_sections()
-    seconds = document.get("seconds", {})
-    lines = [f"### `{path.name}`", "", f"Measured on {_machine(document.get('machine', {}))}.", ""]
-    for name in document.get("sections", []):
-        if name not in known:
-            continue
-        took = f" ({seconds[name]:.0f} s)" if isinstance(seconds.get(name), (int, float)) else ""
-        lines += [f"#### `{name}`{took}", "", *_section_table(name, document)]
-    return "\n".join(lines)
+    from dro_lab.bench import markdown  # here: torch, scipy load late
+
+    return f"### `{path.name}`\n\n" + markdown(document, level=4)
 
 
 def benchmarks_markdown(files: Sequence[Path]) -> str:

@@ -113,35 +113,27 @@ def robust_accuracy_report(
 ) -> dict:
     r"""Clean and robust accuracy of ``model`` on ``dataset`` under one attack: SA, RA, worst-class RA, RA-Tail.
 
-    DONE's metrics (Sow et al., 2024, §4.1): SA = clean accuracy, RA-PGD = accuracy under PGD-20,
-    RA-AA = accuracy under AutoAttack, RA-Tail-30 = the mean robust accuracy of the
-    :math:`m = \lceil 0.3\,k\rceil` worst classes (``tail_fraction`` = 0.3; 10 classes → 3, 43 → 13;
-    classes absent from the data are left out of k). An example counts as robust only if it is
-    classified correctly both clean and on its adversarial input (as AutoAttack counts it), so
-    robust accuracy ≤ clean accuracy.
+    DONE's metrics (Sow et al., 2024, §4.1): SA = clean accuracy, RA-PGD / RA-AA = accuracy under PGD-20 /
+    AutoAttack, RA-Tail-30 = the mean robust accuracy of the :math:`\lceil 0.3\,k\rceil` worst classes present.
+    An example is robust only if classified correctly both clean and attacked (as AutoAttack counts).
 
     Attacks (``attack``):
 
     - ``"pgd"``: :func:`pgd_attack` with ``steps`` steps (PGD-20 by default), step α = ε/4 unless
-      ``alpha`` is given, and **no random start** (the Fast-BAT code DONE builds on draws one only with more
-      than one restart; with 1 restart the evaluation is deterministic).
+      ``alpha`` is given, and **no random start** (as the Fast-BAT code DONE builds on, with 1 restart).
     - ``"fgsm"``: :func:`fgsm_attack` (L∞ only).
     - ``"apgd-ce"`` / ``"apgd-dlr"``: torchattacks' ``APGD`` with ``steps`` iterations, 1 restart,
       the cross-entropy or the DLR loss (DLR needs ≥ 3 classes).
-    - ``"autoattack"``: the worst case per example over AutoAttack's standard ensemble (Croce &
-      Hein, 2020) built from torchattacks' parts with ``torchattacks.MultiAttack`` (each attack
-      runs on the examples that survived the previous ones): APGD-CE, APGD-DLR, APGD-T (targeted
-      DLR, k − 1 targets), all with ``steps`` iterations, then FAB-T (torchattacks' defaults) and
-      Square (5000 queries). The original AutoAttack uses 100 APGD iterations: pass
-      ``steps=100`` to match it (torchattacks' own ``AutoAttack`` class uses 10).
+    - ``"autoattack"``: the worst case per example over AutoAttack's standard ensemble (Croce & Hein, 2020)
+      from torchattacks' parts: APGD-CE, APGD-DLR, APGD-T with ``steps`` iterations (the original: 100),
+      then FAB-T and Square (5000 queries).
 
-    torchattacks (the ``attacks`` extra) is imported only for the APGD / AutoAttack rows; its seed
-    is drawn from ``generator`` (the global RNG when ``None``) and the global RNG state is restored
-    afterwards. The model runs in eval mode; its train/eval mode is restored.
+    torchattacks (the ``attacks`` extra) is imported only for the APGD / AutoAttack rows, seeded from
+    ``generator`` (the global RNG state is restored). The model runs in eval mode (restored afterwards).
 
     Args:
         model: maps inputs (in the valid range [0, 1]) to logits.
-        dataset: yields ``(x, y, index[, group])`` (see :func:`dro_lab.train.fetch_batch`).
+        dataset: yields ``(x, y, index[, group])`` (see :func:`dro_lab.data.fetch_batch`).
         attack: one of ``"pgd"``, ``"fgsm"``, ``"apgd-ce"``, ``"apgd-dlr"``, ``"autoattack"``.
         eps: the budget ε ≥ 0 (0 gives robust = clean).
         alpha: PGD's step (default ε/4).

@@ -45,25 +45,16 @@ def gils_shift(
         x^{t+1} = \Pi\Big(x^t + \eta\,\nabla_x \sum_b\big[\ell_\alpha(\theta;(x^t_b,y_b))
                   - \gamma\cdot\tfrac12\|f(x^t_b)-f(x_b)\|_2^2\big]\Big),\qquad t=0..T-1,
 
-    with ``f = model.penultimate`` and the logits ``model.classifier(f(x))``. The anchors
-    :math:`f(x)` are computed once, at the current parameters, and detached (recomputed from
-    :math:`x^t` the cost would vanish); the model runs in eval mode (the paper does not say; BatchNorm
-    statistics untouched, dropout off) and its mode is restored afterwards, also on errors; gradients
-    are taken w.r.t. the inputs only, so the parameters' ``.grad`` are untouched. The per-sample sum
-    makes each sample's step independent of the batch size (the paper does not say whether it sums or
-    averages); the step is the raw gradient, not its sign (Algorithm 1's update, unlike PGD). Π clamps
-    to ``clamp`` (``None``: no clamp). Large γ·η makes the ascent unstable (the penalty's curvature
-    exceeds 1/η). Very large pixel values slow CPUs down (denormals): consider
-    ``torch.set_flush_denormal(True)``.
+    with ``f = model.penultimate`` and the logits ``model.classifier(f(x))``. The anchors :math:`f(x)` are
+    computed once and detached; the model runs in eval mode (restored afterwards) and gradients are taken
+    w.r.t. the inputs only. The per-sample sum makes each step independent of the batch size; the step is
+    the raw gradient, not its sign (Algorithm 1's update, unlike PGD). Π clamps to ``clamp``. Large γ·η
+    makes the ascent unstable (the penalty's curvature exceeds 1/η).
 
-    **η is on the inputs' scale.** A raw-gradient step moves an image by about η·T·‖∇ₓ‖, whatever the image's
-    own norm. The paper searched η ∈ [1.5, 3.0] (§4.2) for ImageNet-pretrained ResNet18/34/50; it does not state
-    its input size or normalisation, but such backbones take ImageNet-normalised images of about 224×224×3,
-    whose norm is about 390, against about 3.9 for an 8×8 digit in [0, 1] (12 at 28×28). Carried over to those
-    small images and networks trained from scratch, η = 2 moves an image by 30–40 % of its norm (the GI-LS
-    digits protocol, T = 5–10) and a cross-entropy model classifies 0–3 % of the shifted defect images as their
-    label: GI-LS then trains on label noise. On inputs in [0, 1] use η of order 10⁻² (:class:`GILSStrategy`'s
-    default is 0.02) and check a setting with :func:`gils_shift_report`.
+    **η is on the inputs' scale**: a step moves an image by about η·T·‖∇ₓ‖, whatever its norm. The paper's
+    η ∈ [1.5, 3.0] (§4.2) suits ImageNet-normalised 224×224 images (norm ≈ 390); on an 8×8 digit in [0, 1]
+    (norm ≈ 3.9) η = 2 moves images by 30–40 % of their norm and GI-LS trains on label noise. On inputs in
+    [0, 1] use η of order 10⁻² and check a setting with :func:`gils_shift_report`.
 
     Args:
         model: a classifier with ``penultimate(x)`` (features) and ``classifier`` (the last layer),
@@ -71,8 +62,7 @@ def gils_shift(
         x, y: a batch of inputs and hard labels (or soft targets ``(b, k)``).
         alpha: the LS factor α ∈ [0, (k−1)/k] (α = 0: Volpi's ADA / WRM in feature space).
         gamma: the transport penalty γ ≥ 0 (γ = 0: an unpenalised ascent; the paper uses 1e-3).
-        eta: the ascent step η > 0, on the inputs' scale (see above: the paper's 1.5–3 is far too large
-            for images in [0, 1]).
+        eta: the ascent step η > 0, on the inputs' scale (see above).
         steps: T ≥ 0 (T = 0 returns ``x`` unchanged: plain LS).
         clamp: the valid input range.
         return_cost: also return the realised per-sample transport cost :math:`\tfrac12\|f(x^T)-f(x)\|^2`.
@@ -141,12 +131,9 @@ def gils_shift_report(
 
     .. math:: r_b = \frac{\|x^T_b - x_b\|_2}{\|x_b\|_2}
 
-    (norms over every non-batch dimension, in float64), and whether the shifted image keeps its label:
-    :math:`\arg\max_j s_j(x^T_b) = y_b`, with the logits :math:`s` of ``judge_model`` in eval mode.
-    The judge defaults to ``model`` itself, the model under attack; pass a reference model (e.g. one
-    trained with plain cross-entropy) to judge the shifted images by another model's eyes. The shift
-    keeps the label by construction (the cost is ∞ across labels, eq. 7), so a share far below the
-    clean accuracy means the generated samples carry wrong labels: GI-LS then trains on label noise.
+    (in float64), and whether the shifted image keeps its label, :math:`\arg\max_j s_j(x^T_b) = y_b` for the
+    logits :math:`s` of ``judge_model`` (by default ``model`` itself). The shift keeps the label by
+    construction (eq. 7), so a share far below the clean accuracy means GI-LS trains on label noise.
 
     Args:
         model, x, y, alpha, gamma, eta, steps, clamp: as in :func:`gils_shift`; ``y`` holds hard labels
@@ -155,9 +142,8 @@ def gils_shift_report(
 
     Returns:
         A dict: ``relative_shift_mean`` and ``relative_shift_max`` (of :math:`r_b` over the batch),
-        ``label_kept`` (share of shifted images the judge assigns to ``y``), ``clean_accuracy`` (the
-        same share on the unshifted ``x``), ``label_kept_of_correct`` (of the images the judge gets right
-        unshifted, the share it still gets right shifted; ``None`` when it gets none right),
+        ``label_kept`` (share of shifted images the judge assigns to ``y``), ``clean_accuracy`` (unshifted),
+        ``label_kept_of_correct`` (the share among those right unshifted; ``None`` when none are),
         ``transport_cost_mean`` (mean ½‖f(x^T) − f(x)‖² of ``model``), ``n`` (the batch size) and ``judge``
         (``"model"`` or ``"judge_model"``).
     """
@@ -191,6 +177,7 @@ def gils_shift_report(
     }
 
 
+#: The bracket of γ that :func:`gamma_for_radius` searches.
 GAMMA_RANGE = (1e-3, 1e3)
 
 

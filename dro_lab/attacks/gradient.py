@@ -31,7 +31,8 @@ def fgsm_attack(
 ) -> Tensor:
     r"""Fast gradient sign method (Goodfellow et al., 2015): one signed gradient step of size ε.
 
-    :math:`x' = \mathrm{clip}(x + \varepsilon\,\mathrm{sign}\nabla_x \ell(f(x), y))`.
+    :math:`x' = \mathrm{clip}(x + \varepsilon\,\mathrm{sign}\nabla_x \ell(f(x), y))`, detached, on ``x``'s device
+    and dtype.
 
     Args:
         model: maps inputs to logits; evaluated in eval mode (restored afterwards).
@@ -39,6 +40,11 @@ def fgsm_attack(
         eps: the L∞ budget ε ≥ 0 (0 returns ``x``).
         loss_fn: ``(logits, y) -> scalar``; default the mean cross-entropy (the sign does not care about the scale).
         clamp: the valid input range, or ``None`` for none.
+
+    Example:
+        >>> model, x, y = torch.nn.Linear(2, 2), torch.full((1, 2), 0.5), torch.tensor([0])
+        >>> (fgsm_attack(model, x, y, eps=0.1) - x).abs()  # every input moved by ε
+        tensor([[0.1000, 0.1000]])
     """
     check_module(model)
     eps = check_number(eps, "eps", low=0)
@@ -65,9 +71,11 @@ def fgsm_attack(
     return out.detach()
 
 
+#: The ``norm`` values of :func:`pgd_attack`: the L∞ and the L2 ball.
 NORMS = ("linf", "l2")
 
 
+#: The ``step_rule`` values of :func:`pgd_attack`: signed (PGD), raw gradient (DONE-GD) and Adam (DONE-ADAM) steps.
 STEP_RULES = ("sign", "gd", "adam")
 
 
@@ -147,30 +155,19 @@ def pgd_attack(
         x^0 = \Pi(x + \delta^0),\qquad x^{k} = \Pi\big(x^{k-1} + \text{step}(\nabla_x L(x^{k-1}))\big),
         \quad k = 1..K,
 
-    where :math:`L = \sum_i \ell(f(x_i), y_i)` (per-sample losses are summed, so each example's
-    gradient does not depend on the batch size) and :math:`\Pi` projects onto the ε-ball around
-    ``x`` *and then* onto the valid range ``clamp`` after every step (Sow et al.'s attack set C, §3.2, is
-    :math:`\|\delta\|_\infty\le\epsilon` and :math:`x+\delta\in[0,1]^p`). Step rules:
+    where :math:`L = \sum_i \ell(f(x_i), y_i)` (summed, so each example's gradient does not depend on the
+    batch size) and :math:`\Pi` projects onto the ε-ball around ``x`` *and then* onto the valid range
+    ``clamp`` after every step (Sow et al.'s attack set C, §3.2). Step rules:
 
     - ``"sign"`` (PGD): :math:`\alpha\,\mathrm{sign}(g)` for L∞, :math:`\alpha\,g/(\|g\|_2+10^{-10})`
       per sample for L2 (torchattacks' ``PGD`` / ``PGDL2``; same start → same iterates).
-    - ``"gd"`` (DONE-GD's inner solver): the raw step :math:`\alpha\,g` on the summed loss; the
-      per-pixel gradients are small, so α is large (the Fast-BAT code that DONE builds on, Sow et al.
-      App. B.3, uses 5000/255 on a summed loss).
-    - ``"adam"`` (DONE-ADAM's inner solver): :class:`torch.optim.Adam` ascent (``maximize=True``)
-      on the adversarial input with ``lr=alpha``, betas (0.9, 0.999), eps 1e-8, no weight decay,
-      projected after each step; its first step is ≈ α·sign(g).
+    - ``"gd"`` (DONE-GD's inner solver): the raw step :math:`\alpha\,g` on the summed loss, so α is large
+      (5000/255 in the Fast-BAT code DONE builds on, Sow et al. App. B.3).
+    - ``"adam"`` (DONE-ADAM's inner solver): :class:`torch.optim.Adam` ascent on the input with
+      ``lr=alpha`` and torch's defaults, projected after each step; its first step is ≈ α·sign(g).
 
-    The start :math:`\delta^0` is 0 when ``random_start`` is false; otherwise uniform in the
-    ε-ball: U[−ε, ε] per coordinate for L∞, and for L2 a uniform direction times radius
-    :math:`\varepsilon U^{1/d}` (truly uniform in the ball, unlike torchattacks' PGDL2, whose
-    radius is ε·U). It is drawn from ``generator`` (the global RNG only when it is ``None``, as
-    torch's samplers do), then clipped to the valid range.
-
-    The model runs in eval mode (its train/eval mode is restored afterwards, also on errors);
-    gradients are taken w.r.t. the input only (``torch.autograd.grad``), so parameters' ``.grad``
-    are untouched; grad is enabled inside, so the attack works under ``torch.no_grad()``.
-    Computation runs on the model's device.
+    The random start is uniform in the ε-ball (L2: radius :math:`\varepsilon U^{1/d}`, not torchattacks' ε·U).
+    The model runs in eval mode (restored); gradients are w.r.t. the input only, also under ``no_grad``.
 
     Args:
         model: maps inputs to logits.
@@ -184,7 +181,7 @@ def pgd_attack(
         loss_fn: ``(logits, y) -> per-sample losses`` (summed) or a scalar (used as is); default
             the per-sample cross-entropy.
         clamp: the valid input range ``(low, high)``, or ``None`` for none.
-        generator: a :class:`torch.Generator` for the random start.
+        generator: a :class:`torch.Generator` for the random start (``None``: the global RNG).
         return_kappa: also return κ (int64, per sample): the number of the K iterations at whose
             start the model still classified the current adversarial input correctly (GAIRAT's κ,
             as counted by the official GAIRAT code; 0 ≤ κ ≤ K).
@@ -193,9 +190,11 @@ def pgd_attack(
         The adversarial inputs, detached, on ``x``'s device and dtype; with ``return_kappa``, the
         pair ``(x_adv, kappa)``.
 
-    Raises:
-        ValueError: a bad ``eps``, ``alpha``, ``steps``, ``norm``, ``step_rule``, ``clamp``, or
-            ``x`` and ``y`` of different lengths.
+    Example:
+        >>> model, x, y = torch.nn.Linear(2, 2), torch.full((1, 2), 0.5), torch.tensor([0])
+        >>> x_adv = pgd_attack(model, x, y, eps=0.1, alpha=0.05, steps=5)
+        >>> bool(F.cross_entropy(model(x_adv), y) > F.cross_entropy(model(x), y))  # within ε of x, a larger loss
+        True
     """
     check_module(model)
     eps = check_number(eps, "eps", low=0)

@@ -39,6 +39,13 @@ def implicit_correction(
     in the caller's backward, one double backward through that pass. The weights are folded into the stopped
     factor (:math:`\mathrm{corr}=\langle G,\ \mathrm{sg}(\omega\odot C^{-1}G)\rangle`), so the graph gains only a
     product and a sum. Only the parameters need this backward: :meth:`DONEStrategy.backward` skips ``x_adv``'s.
+
+    Args:
+        losses: the per-sample losses at ``x_adv``, with their graph.
+        x_adv, x: the attack's inputs (requiring grad) and the clean ones.
+        weights: ω, one per example (detached).
+        eps, clamp: the attack's ε and valid range; ``barrier``: c > 0.
+        tol: coordinates within ``tol`` of a face of the box count as on it.
     """
     check_number(barrier, "barrier", low=0, low_open=True)
     check_number(eps, "eps", low=0)

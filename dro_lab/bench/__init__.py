@@ -17,20 +17,19 @@ per claim, plus the shared timing helpers and the command line:
 ``also``           ``also-step``: ALSO's step against Adam's for c groups, and its parts
 ``done``           ``done-step``: one DONE iteration against PGD-AT
 ``gils``           ``gils-T``: GI-LS seconds per epoch against its ascent steps T
-``cli``            the options (``build_parser``), one runner per section, the dispatcher ``main``
+``cli``            the options, one runner per section, ``main``; a document's tables as Markdown (``markdown``)
 =================  ======================================================================================
 
-Times are medians over repeats after a warm-up; CUDA timings are synchronised. Where a section
-compares methods (hws-step, pergrad, is-run, also-step, done-step) they run alternately, so that the
-load of a shared machine hits all of them alike, and the paired ratios are medians of per-round ratios.
+Times are medians over repeats after a warm-up (CUDA synchronised). Methods compared in a section run
+alternately, so that a shared machine's load hits all alike; paired ratios are medians of per-round ratios.
 A new benchmark is a module here with ``bench_<name>``, its table head and row formatter, a runner in
-``cli.RUNNERS`` and its name in ``BENCHMARKS``.
+``cli.RUNNERS``, its name in ``BENCHMARKS`` and its table in ``SECTIONS``.
 """
 
 from __future__ import annotations
 
 from .also import ALSO_CONFIGS, ALSO_HEAD, bench_also_step, format_also_step
-from .cli import BENCHMARKS, build_parser, main
+from .cli import BENCHMARKS, SECTIONS, build_parser, main, markdown
 from .done import DONE_CONFIGS, DONE_HEAD, bench_done_step, format_done_step
 from .gils import GILS_HEAD, bench_gils_epoch, format_gils_epoch
 from .hws import (
@@ -54,6 +53,8 @@ __all__ = [
     "main",
     "build_parser",
     "BENCHMARKS",
+    "SECTIONS",
+    "markdown",
     "machine_info",
     "bench_weights",
     "scipy_worst_case",

@@ -93,7 +93,7 @@ def bench_also_step(
     budget_s: float = 20.0,
     seed: int = 0,
 ) -> list[dict]:
-    r"""ALSO's step against Adam's for c groups (the paper's App. C.1: "the π update is negligible").
+    r"""ALSO's step against Adam's for c groups (the paper's appendix C.1: "the π update is negligible").
 
     One model for 1×28×28 inputs (``model`` as in hws-step), a fixed synthetic batch of
     ``batch_size`` with random group ids in ``[0, c)``, one step = forward, backward, optimizer step.
@@ -128,6 +128,7 @@ def bench_also_step(
     return rows
 
 
+#: The also-step table's head (Markdown): :func:`format_also_step` writes its rows.
 ALSO_HEAD = (
     "| groups c | Adam step | ALSO step | ALSO / Adam (paired) | ALSO α=0 / Adam (paired) "
     "| ALSO: fwd+bwd | θ update | π update | π state |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -1,8 +1,10 @@
-"""The ``dro-lab bench`` command line: a parser builder, one runner per benchmark and the dispatcher :func:`main`.
+"""The ``dro-lab bench`` command line: a parser builder, one runner per benchmark, the dispatcher :func:`main`.
 
 Each runner prints its section's heading and table and stores its results in the JSON document
 ``out``; :func:`main` parses and checks the options, applies ``--quick``, runs the selected
-sections in the order of :data:`BENCHMARKS` and times each.
+sections in the order of :data:`BENCHMARKS` and times each. :func:`markdown` writes a whole
+document's tables (the course website's benchmark page) with the heads and row formatters of
+:data:`SECTIONS`, which the runners print with.
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ from .weights import CHI2_BALL_HEAD, TABLE_HEAD, bench_chi2_ball, bench_weights,
 BENCHMARKS = ("weights", "chi2-ball", "hws-step", "hws-draw", "pergrad", "is-run", "also-step", "done-step", "gils-T")
 
 DESCRIPTION = "``dro-lab bench``: speed measurements behind the course's claims, runnable on any machine."
+
+#: Section -> (its entry in the JSON document, its table's head, its rows: the entry -> Markdown rows).
+SECTIONS = {
+    "weights": ("results", TABLE_HEAD, lambda v: map(format_row, v)),
+    "chi2-ball": ("chi2_ball", CHI2_BALL_HEAD, lambda v: map(format_chi2_ball, v)),
+    "hws-step": ("hws_step", HWS_STEP_HEAD, lambda v: [format_hws_step(v)]),
+    "hws-draw": ("hws_draw", HWS_DRAW_HEAD, lambda v: map(format_hws_draw, v)),
+    "pergrad": ("pergrad", PERGRAD_HEAD, lambda v: map(format_pergrad, v)),
+    "is-run": ("is_run", IS_RUN_HEAD, format_is_run),
+    "also-step": ("also_step", ALSO_HEAD, lambda v: map(format_also_step, v)),
+    "done-step": ("done_step", DONE_HEAD, lambda v: [format_done_step(v)]),
+    "gils-T": ("gils_T", GILS_HEAD, lambda v: [format_gils_epoch(v)]),
+}
 
 
 def _sizes(text: str) -> list[int]:
@@ -247,8 +262,7 @@ def _run_hws_step(s: argparse.Namespace, device: torch.device, out: dict) -> Non
         repeats=s.repeats,
         budget_s=s.budget,
     )
-    print(HWS_STEP_HEAD)
-    print(format_hws_step(r), flush=True)
+    print(section_table("hws-step", r), flush=True)
     if r["spread"] > 0.25:
         print(
             f"\nwarning: step times vary widely (interquartile range {100 * r['spread']:.0f} % of the median): "
@@ -322,8 +336,7 @@ def _run_is_run(s: argparse.Namespace, device: torch.device, out: dict) -> None:
         flush=True,
     )
     r = bench_is_run(n=s.is_n, steps=s.is_steps, runs=s.is_runs, device=device)
-    print(IS_RUN_HEAD)
-    print("\n".join(format_is_run(r)), flush=True)
+    print(section_table("is-run", r), flush=True)
     summary = is_run_summary(r)
     if summary:
         print(f"\n{summary}", flush=True)
@@ -353,15 +366,13 @@ def _run_done_step(s: argparse.Namespace, device: torch.device, out: dict) -> No
         f"PGD-{s.done_steps}, median of up to {s.done_rounds} rounds, methods alternating)\n"
     )
     out["done_step"] = bench_done_step(steps=s.done_steps, rounds=s.done_rounds, device=device, budget_s=s.budget)
-    print(DONE_HEAD)
-    print(format_done_step(out["done_step"]), flush=True)
+    print(section_table("done-step", out["done_step"]), flush=True)
 
 
 def _run_gils(s: argparse.Namespace, device: torch.device, out: dict) -> None:
     print("\n## gils-T: GI-LS seconds per epoch against the ascent steps T (DigitsCNN, 208 images, b=32)\n")
     out["gils_T"] = bench_gils_epoch(_sizes(s.gils_T), epochs=s.gils_epochs, device=device)
-    print(GILS_HEAD)
-    print(format_gils_epoch(out["gils_T"]), flush=True)
+    print(section_table("gils-T", out["gils_T"]), flush=True)
 
 
 #: section name -> runner; a runner prints its section and fills its entry of the JSON document.
@@ -376,6 +387,42 @@ RUNNERS = {
     "done-step": _run_done_step,
     "gils-T": _run_gils,
 }
+
+
+# --------------------------------------------------------------------------- the document as Markdown
+
+
+def section_table(name: str, value) -> str:
+    """A section's Markdown table (head and rows) from its entry of the JSON document."""
+    _, head, rows = SECTIONS[name]
+    return "\n".join([head, *(line for row in rows(value) for line in row.splitlines())])
+
+
+def markdown(document: dict, *, level: int = 2) -> str:
+    """A ``dro-lab bench --json`` document as Markdown: the machine it ran on, then each section's table.
+
+    A section without rows, or with rows of an earlier ``dro-lab bench`` that its table cannot show, says so.
+
+    Args:
+        document: what ``dro-lab bench --json`` writes (its ``json.load``).
+        level: the level of the sections' headings (``level=2``: ``## `weights` (12 s)``).
+    """
+    info, seconds = document.get("machine", {}), document.get("seconds", {})
+    where = info.get("gpu") or info.get("cpu_model") or info.get("cpu", "?")
+    device, threads, version, python = (info.get(k, "?") for k in ("device", "threads", "torch", "python"))
+    lines = [f"Measured on {device} ({where}), {threads} torch threads, torch {version}, Python {python}.", ""]
+    for name in (n for n in document.get("sections", []) if n in SECTIONS):
+        took = f" ({seconds[name]:.0f} s)" if isinstance(seconds.get(name), (int, float)) else ""
+        value = document.get(SECTIONS[name][0])
+        try:
+            table = section_table(name, value) if value else "*No rows recorded.*"
+        except (KeyError, TypeError):  # a document from an earlier dro-lab bench, whose rows had other fields
+            table = (
+                "*Recorded by an earlier `dro-lab bench`, in a form today's table cannot show: run "
+                f"`dro-lab bench --only {name}` again to refresh it.*"
+            )
+        lines += [f"{'#' * level} `{name}`{took}", "", table, ""]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- the dispatcher

@@ -90,6 +90,7 @@ def bench_done_step(
     return out
 
 
+#: The done-step table's head (Markdown): :func:`format_done_step` writes its row.
 DONE_HEAD = "| method | iteration (median) | / PGD-AT (paired) |\n|---|---:|---:|"
 
 

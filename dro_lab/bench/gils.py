@@ -69,6 +69,7 @@ def bench_gils_epoch(
     }
 
 
+#: The gils-T table's head (Markdown): :func:`format_gils_epoch` writes its rows.
 GILS_HEAD = "| T | seconds / epoch | / GI-LS T = 0 | / LS |\n|---:|---:|---:|---:|"
 
 

@@ -1,19 +1,12 @@
 """``hws-step`` and ``hws-draw``: the cost of hardness-weighted sampling (Fidon et al.) next to plain SGD.
 
-* ``hws-step`` — the training-step overhead: the same model (``DigitsCNN(image_size=28)``, the
-  HWS experiment's model class; ``--hws-model small_cnn`` for the model of its gpu preset), data
-  (n = 60 000 synthetic 1×28×28 images in memory), batch (128), SGD and device, stepped with uniform
-  batches (slices of a ``randperm``) and with :class:`~dro_lab.HardnessWeightedSampler` in its DRO
-  phase (``draw="multinomial"``, what ``"auto"`` takes at this n: draw from q, gather,
-  forward/backward/step, ``update``), alternating step by step; the
-  ratio of the median step times, and the sampler's own cost (softmax + multinomial, update) as a
-  share of the step.
-* ``hws-draw`` — one sampler step (draw b = 128 from the current history, write b losses back) for
-  n = 10³…10⁷, with both draw modes of the sampler (``"multinomial"``: O(n) softmax + multinomial;
-  ``"tree"``: the O(b log n) sum tree) and the default ``"auto"`` (which picks one of them by n),
-  against the authors' approach (:func:`official_draw` /
-  :func:`official_update`: softmax of a CPU tensor, numpy ``choice`` without replacement from the
-  floored distribution, a Python loop writing the history), and each mode's state memory.
+* ``hws-step`` — the training-step overhead: one model (``DigitsCNN(image_size=28)``, or ``--hws-model``),
+  n = 60 000 synthetic 1×28×28 images, batch 128, SGD, stepped alternately with uniform batches and with
+  :class:`~dro_lab.HardnessWeightedSampler` in its DRO phase: the ratio of the median step times, and the
+  sampler's own share of the step.
+* ``hws-draw`` — one sampler step (draw b = 128, write b losses back) for n = 10³…10⁷ in each draw mode
+  (and ``"auto"``), against the authors' approach (:func:`official_draw` / :func:`official_update`: numpy
+  ``choice`` from the floored distribution, a Python loop writing the history), and each mode's memory.
 
 The ``official_*`` functions re-implement the authors' published sampler as this benchmark's
 baseline; the tests check that they sample the library's distribution and write the same history.
@@ -285,6 +278,7 @@ def bench_hws_step(
     return _hws_step_result(rig, uni_times, hws_times, alone, beta=beta, steps=steps, warmup=warmup)
 
 
+#: The hws-step table's head (Markdown): :func:`format_hws_step` writes its row.
 HWS_STEP_HEAD = (
     "| model, data | n | batch | uniform step | HWS step | HWS / uniform (paired) "
     "| sampler inside the HWS step: draw + update (share) "
@@ -472,6 +466,7 @@ def bench_hws_draw(
     return rows
 
 
+#: The hws-draw table's head (Markdown): :func:`format_hws_draw` writes its rows.
 HWS_DRAW_HEAD = (
     "| n | dro_lab sampler, draw='multinomial' (device; O(n); with replacement) "
     "| official approach (host numpy; without replacement) | speed-up "

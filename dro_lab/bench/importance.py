@@ -176,6 +176,7 @@ def bench_is_run(
     }
 
 
+#: The is-run table's head (Markdown): :func:`format_is_run` writes its rows.
 IS_RUN_HEAD = (
     "| strategy | run (median) | per epoch | per step | runs (s) | / ERM (paired) | / uniform + eval (paired) |\n"
     "|---|---:|---:|---:|---|---:|---:|"

@@ -175,6 +175,7 @@ def bench_pergrad(
     return rows
 
 
+#: The pergrad table's head (Markdown): :func:`format_pergrad` writes its rows.
 PERGRAD_HEAD = (
     "| model | b | backward | ghost | vmap | loop | ghost / backward | vmap / backward | loop / ghost |\n"
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|"

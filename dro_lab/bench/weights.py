@@ -190,6 +190,7 @@ def bench_weights(
     return rows
 
 
+#: The weights table's head (Markdown): :func:`format_row` writes its rows.
 TABLE_HEAD = (
     "| divergence | form | n | dro_lab | scipy SLSQP / HiGHS | speed-up | scipy 1-D dual (numpy) | speed-up |\n"
     "|---|---|---:|---:|---:|---:|---:|---:|"
@@ -319,6 +320,7 @@ def bench_chi2_ball(
     return rows
 
 
+#: The chi2-ball table's head (Markdown): :func:`format_chi2_ball` writes its rows.
 CHI2_BALL_HEAD = (
     "| n | fast-dro ρ (our radius 2ρ) | dro_lab | fast-dro RobustLoss (bisection, tol) | value gap "
     "| fast-dro / dro_lab (min; paired median) |\n|---:|---:|---:|---:|---:|---:|"

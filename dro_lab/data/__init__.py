@@ -1,11 +1,8 @@
 """Datasets that yield sample indices, imbalance and group construction, and offline defaults.
 
-Every dataset in dro_lab yields ``(x, y, index)`` or, where groups are defined,
-``(x, y, index, group)``. ``index`` is the position of the example in *that* dataset
-(``0 .. len(dataset) - 1``), so a sampler or a robust objective can keep per-example state
-(stored losses, weights) and update it from a mini-batch. After collation by a
-:class:`torch.utils.data.DataLoader` the fields are tensors: ``x`` float32, ``y``, ``index`` and
-``group`` int64.
+Every dataset in dro_lab yields ``(x, y, index)`` or, where groups are defined, ``(x, y, index, group)``:
+``index`` is the example's position in *that* dataset, so a sampler or a robust objective can keep
+per-example state (stored losses, weights) and update it from a mini-batch.
 
 Example::
 
@@ -16,20 +13,13 @@ Example::
 
 Modules:
 
-* :mod:`~dro_lab.data.datasets` — :class:`ArrayDataset`, :class:`IndexedDataset`, :func:`split_dataset`,
-  :func:`fetch_batch` (a whole batch in one call, what the training engine uses);
-* :mod:`~dro_lab.data.embedded` — the offline defaults: scikit-learn's digits (:func:`load_digits`) and
-  tabular sets (:func:`load_tabular`), 2-D blobs with a minority group (:func:`make_minority_blobs`);
-* :mod:`~dro_lab.data.online` — MNIST and CIFAR-10 through torchvision; offline they raise
-  :class:`DatasetUnavailableError`, whose message names the embedded alternative;
-* :mod:`~dro_lab.data.fashion` — Fashion-MNIST offline from Debian's ``dataset-fashion-mnist`` package
-  (:func:`load_fashion_mnist`, :data:`FASHION_MNIST_CLASSES`), read with gzip and NumPy;
+* :mod:`~dro_lab.data.datasets` — :class:`ArrayDataset`, :class:`IndexedDataset`, splits, :func:`fetch_batch`;
+* :mod:`~dro_lab.data.embedded` — the offline defaults: scikit-learn's digits and tabular sets, 2-D blobs;
+* :mod:`~dro_lab.data.online` — MNIST and CIFAR-10 through torchvision (offline: :class:`DatasetUnavailableError`);
+* :mod:`~dro_lab.data.fashion` — Fashion-MNIST offline from Debian's ``dataset-fashion-mnist`` package;
 * :mod:`~dro_lab.data.groups` — imbalance (:func:`make_imbalanced`), groups and counts;
 * :mod:`~dro_lab.data.defects` — offline analogues of the GI-LS paper's defect sets;
 * :mod:`~dro_lab.data.transforms` — batch transformations (Mixup, CutMix, Cutout).
-
-scikit-learn and torchvision are imported inside the functions that need them, so
-``import dro_lab`` stays fast.
 """
 
 from __future__ import annotations

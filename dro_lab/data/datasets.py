@@ -55,6 +55,7 @@ def labels_of(dataset: Any) -> Tensor:
 
 
 def require_array_dataset(dataset: Any, name: str = "dataset") -> ArrayDataset:
+    """``dataset`` itself if it is an :class:`ArrayDataset`, else a ``TypeError`` naming the argument ``name``."""
     if not isinstance(dataset, ArrayDataset):
         raise TypeError(
             f"{name} must be a dro_lab.data.ArrayDataset (the in-memory datasets returned by the loaders here), "
@@ -66,12 +67,8 @@ def require_array_dataset(dataset: Any, name: str = "dataset") -> ArrayDataset:
 class ArrayDataset(Dataset):
     """An in-memory dataset over tensors that yields ``(x, y, index[, group])``.
 
-    ``dataset[i]`` returns ``(x[i], y[i], i)`` or ``(x[i], y[i], i, groups[i])``; the default
-    :class:`~torch.utils.data.DataLoader` collates these into tensors (``index`` and ``group`` as
-    int64). For a training loop, :meth:`batch` takes a whole mini-batch by an index tensor in one
-    call, with no per-item Python, which is much faster for small models.
-
-    The tensors stay on the device they were given (see :meth:`to`); nothing here moves data.
+    ``dataset[i]`` returns ``(x[i], y[i], i)`` or ``(x[i], y[i], i, groups[i])``; :meth:`batch` takes a whole
+    mini-batch by an index tensor in one call. The tensors stay on their device (see :meth:`to`).
 
     Args:
         x: Inputs, shape ``(n, ...)``; converted to float32.
@@ -82,11 +79,8 @@ class ArrayDataset(Dataset):
         num_groups: Number of groups. Defaults to ``max(groups) + 1``.
 
     Attributes:
-        x (Tensor): Inputs, float32, ``(n, ...)``.
-        y (Tensor): Labels, int64, ``(n,)``.
-        groups (Tensor | None): Group ids, int64, ``(n,)``, or ``None``.
-        num_classes (int): Number of classes.
-        num_groups (int | None): Number of groups, or ``None`` without groups.
+        x, y, groups (Tensor): The inputs (float32), labels and group ids (int64; ``groups`` may be ``None``).
+        num_classes, num_groups (int): The numbers of classes and of groups (``None`` without groups).
 
     Raises:
         ValueError: Empty data, mismatched lengths, negative ids, or ``num_classes`` /

@@ -50,11 +50,7 @@ def load_digits_defects(*, free: bool = True, seed: int = 0, test: bool = True) 
     (MT, k = 6) class 0 is "Free" = the merged digits {0, 1, 2, 3, 9}; digits has only 900 of them, not
     the table's 460 + 492, so Free is scaled to 435 train / 465 test, keeping the 460 : 492 ratio.
     With ``free=False`` (MT-Defect, k = 5) the labels are 0..4 = Uneven … Fray with MT-Defect's counts.
-    No defect count needs capping: the largest per-class total is 115 (Blowhole) and every digit has at
-    least 174 images.
-
-    The images of each class are drawn without replacement by a seeded permutation (train first, then
-    test), so the two splits are disjoint and the result is deterministic for a given ``seed``.
+    Each class's images are drawn without replacement by a seeded permutation: disjoint, deterministic splits.
 
     Args:
         free: MT (with the Free class) or MT-Defect (defect classes only).
@@ -266,8 +262,7 @@ def make_defect_textures(
     random-walk line) and Fray (a jagged border strip); wood (Table 2) = wavy grain with Color (a stained
     patch), Combined (hole + scratch), Hole (a dark disc), Liquid (a soft dark stain) and Scratch (a thin
     bright line); carpet (Table 2) = a weave with Color, Hole, Thread (a bright random walk), Cut (a short
-    thick dark line) and Metal_contamination (a bright speck). Procedural and simple: an analogue of the
-    paper's sets, not a model of them.
+    thick dark line) and Metal_contamination (a bright speck): an analogue of the paper's sets, not a model.
 
     Args:
         kind: ``"tile"``, ``"wood"`` or ``"carpet"``.

@@ -28,10 +28,8 @@ def load_digits(
 ) -> tuple[ArrayDataset, ArrayDataset]:
     """scikit-learn's bundled handwritten digits: 1797 grey 8×8 images, 10 classes, no download.
 
-    The offline stand-in for MNIST. Pixel values 0..16 are scaled to [0, 1] (``normalize``);
-    ``size=28`` upsamples bilinearly (``align_corners=False``) to 28×28 so the papers'
-    MNIST-sized networks (e.g. :class:`dro_lab.models.SmallCNN`) run unchanged. The split is
-    stratified by class and seeded.
+    The offline stand-in for MNIST (``size=28`` upsamples bilinearly, so MNIST-sized networks run
+    unchanged). The split is stratified by class and seeded.
 
     Args:
         size: Image side, 8 (original) or 28 (bilinear upsampling).
@@ -45,6 +43,11 @@ def load_digits(
 
     Raises:
         ValueError: ``size`` not in {8, 28} or ``test_fraction`` outside (0, 1).
+
+    Example:
+        >>> train, test = load_digits()
+        >>> len(train), len(test), train.x.shape[1:], train.num_classes
+        (1347, 450, torch.Size([1, 8, 8]), 10)
     """
     import sklearn.datasets
 
@@ -164,21 +167,15 @@ def make_minority_blobs(
       the **minority** (group 1). On the majority :math:`x_2` alone is right with probability
       :math:`\Phi(2)\approx 0.98`; on the minority it is right only :math:`\approx 0.02` of the time.
 
-    So the data form four Gaussian blobs: the majority on the diagonal, the minority on the
-    anti-diagonal. The boundary that is best for the majority leans on :math:`x_2`; the one that
-    is fair to both groups is the vertical line :math:`x_1 = 0`. ERM on a training set with a
-    10 % minority leans on the spurious feature. Measured over seeds 0–4 with ``n=1000``:
-    scikit-learn's logistic regression reaches 0.92 average training accuracy, 0.96 on the
-    majority and only 0.53 on the minority (test accuracies); an ``MLP(2, 2)`` trained by
-    full-batch Adam reaches 0.95 / 0.96 / 0.51. Up-weighting the minority group moves the boundary
-    towards :math:`x_1 = 0`: with group-balanced weights, logistic regression gets 0.85 on the
-    majority and 0.83 on the minority. Up-weighting the hard, high-loss *examples* does not (the
-    classes overlap, so the hardest points are noise in both groups). Labels are exactly
-    balanced inside each group.
+    Four Gaussian blobs: the majority on the diagonal, the minority on the anti-diagonal. The boundary
+    fair to both groups is the vertical line :math:`x_1 = 0`. ERM on a 10 % minority leans on the
+    spurious feature (logistic regression, seeds 0–4, ``n=1000``: 0.96 test accuracy on the majority, 0.53
+    on the minority); group-balanced weights move the boundary towards :math:`x_1 = 0` (0.85 / 0.83);
+    up-weighting the high-loss *examples* does not (the hardest points are noise in both groups). Labels
+    are exactly balanced inside each group.
 
-    The test set follows the same construction with ``test_minority_fraction`` (default 0.5), so
-    the minority accuracy is measured on many points; report per-group and worst-group
-    accuracy (the test-set average then weighs the groups equally, not 90/10).
+    The test set follows the same construction with ``test_minority_fraction`` (default 0.5): report
+    per-group and worst-group accuracy.
 
     Args:
         n: Number of training examples (at least 2).
@@ -195,6 +192,11 @@ def make_minority_blobs(
     Returns:
         ``(train, test)`` :class:`ArrayDataset` yielding ``(x, y, index, group)`` with float32
         ``x`` of shape ``(n, 2)``, ``num_classes=2`` and ``num_groups=2`` (0 majority, 1 minority).
+
+    Example:
+        >>> train, test = make_minority_blobs(100, minority_fraction=0.1)
+        >>> train.x.shape, torch.bincount(train.groups), torch.bincount(test.groups)
+        (torch.Size([100, 2]), tensor([90, 10]), tensor([50, 50]))
     """
     for name, value in (("n", n), ("test_size", test_size)):
         if value is None:

@@ -116,10 +116,9 @@ def load_fashion_mnist(
 ) -> ArrayDataset:
     """Fashion-MNIST as an in-memory :class:`ArrayDataset` of ``(1, 28, 28)`` float32 images in [0, 1].
 
-    The idx files are read with :mod:`gzip` and NumPy (magic numbers 2051 / 2049 and sizes checked); the decoded
-    bytes are cached in the process, so a second call costs only the conversion to float. Each call returns a
-    new dataset with its own tensors: changing one never changes another. Label ``k`` is the class
-    ``FASHION_MNIST_CLASSES[k]``; each class has 6 000 training and 1 000 test images.
+    The idx files are read with :mod:`gzip` and NumPy (checked), their bytes cached in the process; each call
+    returns a dataset with its own tensors. Label ``k`` is ``FASHION_MNIST_CLASSES[k]`` (6 000 training and
+    1 000 test images each).
 
     Args:
         root: ``None`` for Debian's folder ``/usr/share/datasets/fashion-mnist`` (package

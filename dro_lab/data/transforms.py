@@ -120,6 +120,7 @@ def cutout_batch(x: Tensor, *, size: int, generator: torch.Generator | None = No
     return x * mask, mask
 
 
+#: An input transformation ``t(x, y, model, generator) -> x'`` (a batch in, a batch of the same shape out).
 InputTransform = Callable[[Tensor, Tensor, torch.nn.Module, torch.Generator], Tensor]
 
 

@@ -9,7 +9,17 @@ __all__ = ["History"]
 
 @dataclass
 class History:
-    """Per-epoch records of one run: ``history["test_accuracy"]`` is the column over epochs."""
+    """Per-epoch records of one run: ``history["test_accuracy"]`` is the column over epochs.
+
+    Args:
+        strategy, seed, device, world_size: the run's.
+        records: one dict of metrics per epoch (:func:`~dro_lab.fit` appends them).
+
+    Example:
+        >>> history = History(records=[{"epoch": 1, "loss": 0.9}, {"epoch": 2, "loss": 0.4}])
+        >>> history["loss"], history.last["epoch"], len(history)
+        ([0.9, 0.4], 2, 2)
+    """
 
     strategy: str = ""
     seed: int = 0

@@ -11,9 +11,7 @@ Methods are strategies, not loops::
     hist = fit(model, train, test=test, strategy=RobustLossStrategy("kl", beta=10), epochs=20)
 
 Batches are drawn lazily, when the loop asks for them, so a strategy's distribution is always
-current (no prefetching lag). The pieces a run carries (model, optimizer, scheduler, generator, DDP
-layout, checkpoint file) live in one :class:`_Run`; checkpoints are :mod:`dro_lab.engine.checkpoint`'s
-and the DDP plumbing is :mod:`dro_lab.engine.distributed`'s.
+current. A run's pieces live in one :class:`_Run`; checkpoints and DDP are the sibling modules'.
 """
 
 from __future__ import annotations
@@ -92,64 +90,50 @@ def fit(
         seed: seeds the batch draws (a dedicated ``torch.Generator``); the model's initialisation
             is the caller's (call :func:`dro_lab.seed_everything` before building it).
         progress: a tqdm progress bar over epochs (``tqdm.auto``: a widget in Jupyter).
-        eval_train: also evaluate on the full training set each epoch (``train_full_*`` metrics:
-            ``train_full_loss``, ``train_full_loss_std``, ``train_full_accuracy``, ...).
+        eval_train: also evaluate on the full training set each epoch (``train_full_*`` metrics).
         callback: ``callback(epoch, record)`` after each epoch (live figures).
-        scheduler: a learning-rate scheduler factory, ``optimizer -> torch.optim.lr_scheduler.LRScheduler``
-            (``lambda opt: torch.optim.lr_scheduler.StepLR(opt, 10)``, :func:`dro_lab.optim.one_cycle`),
-            stepped at the end of every epoch but the last; the epoch's learning rate is recorded as ``lr``.
+        scheduler: a factory ``optimizer -> LRScheduler`` (e.g. :func:`dro_lab.optim.one_cycle`), stepped at
+            the end of every epoch but the last; the epoch's learning rate is recorded as ``lr``.
         lr_schedule: a shortcut for ``LambdaLR``: ``epoch -> factor``, epoch ``e`` (from 1) runs at
             ``factor × lr``. Give at most one of ``scheduler`` and ``lr_schedule``.
         distributed: ``"auto"`` (default): data-parallel training when ``torch.distributed`` is
             initialised with more than one process (``torchrun``; gloo on CPU, NCCL on GPU); ``True``
             requires it; ``False`` trains this process alone.
-        checkpoint: a file path: ``fit`` saves everything needed to continue the run there (see
-            *Checkpoint and resume* below) when it starts afresh, at the end of every epoch and, with
-            ``checkpoint_every``, inside epochs. Its folder must exist.
-        checkpoint_every: also save after every ``k`` optimizer steps of an epoch (at the end of the
-            drawn batch that completes them; GI-LS makes two steps per batch); ``None``: epoch ends only.
+        checkpoint: a file path (its folder must exist): ``fit`` saves the run there (see *Checkpoint and
+            resume* below) at its start, at the end of every epoch and, with ``checkpoint_every``, inside.
+        checkpoint_every: also save after every ``k`` optimizer steps; ``None``: epoch ends only.
         resume: with ``checkpoint`` naming an existing file, continue the run it holds (default); ``False``
             ignores it and overwrites it with this run.
 
-    Checkpoint and resume: a checkpoint holds the model's and the optimizer's ``state_dict``, the
-    strategy's (:meth:`Strategy.state_dict`: samplers, π, running statistics), the state of ``fit``'s
-    generator and of the global generators (torch CPU and CUDA, Python ``random``, NumPy), the epoch and
-    the number of batches of it already trained on, the epoch's running sums, the generator states the
-    epoch's batch draws started from (to rebuild the rest of the epoch, :meth:`Strategy.resume_batches`),
-    the :class:`History` so far, the scheduler's state, and a header (dro_lab version,
-    strategy, seed, n, batch size, world size, epochs, lr, optimizer class). A ``fit`` call with the same
-    arguments and a fresh model and strategy (their initial values do not matter: all are loaded) continues
-    from the saved step; on the CPU the final parameters, optimizer state and history (except ``seconds``)
-    are bit-identical to an uninterrupted run. The steps after the last save are redone. A checkpoint
-    from another configuration is refused (``ValueError`` naming what differs); one from another dro_lab
-    version warns. Files are written atomically (a temporary file beside it, then ``os.replace``), so an
-    interruption during a save leaves the previous checkpoint. The epoch's ``callback`` runs after its
-    checkpoint is written (a run resumed at an epoch start does not repeat it). Under DDP only rank 0
-    writes and every rank loads: the path must be on a file system every rank sees (``fit`` checks that
-    all ranks see the file or none); every rank restores rank 0's global RNG states.
+    Checkpoint and resume: a checkpoint holds everything the run's continuation needs (the model's, the
+    optimizer's, the strategy's and the scheduler's ``state_dict``, every generator's state, the epoch and
+    its position, its running sums, the :class:`History` so far) and a header of the run's configuration. A
+    ``fit`` call with the same arguments and a fresh model and strategy continues from the saved step; on the
+    CPU the result (except ``seconds``) is bit-identical to an uninterrupted run. A checkpoint from another
+    configuration is refused (``ValueError`` naming what differs); one from another dro_lab version warns.
+    Files are written atomically; an epoch's ``callback`` runs after its checkpoint is written. Under DDP
+    rank 0 writes and every rank loads, so the path must be on a file system every rank sees.
 
-    Distributed training (``world_size`` ranks): ``batch_size`` is **per rank**, the global batch is
-    ``world_size × batch_size``, and the run equals one process with that batch (up to float
-    summation order). The model is wrapped in ``DistributedDataParallel`` (rank 0's parameters and
-    buffers are broadcast; ``device="auto"`` or ``"cuda"`` is ``cuda:LOCAL_RANK``) and rank 0's
-    ``seed`` is used everywhere. Every rank draws the same global batch from the strategy (same
-    generator; samplers included) and forwards its contiguous slice; the per-sample losses, indices
-    and groups are all-gathered, so :meth:`Strategy.reduce` (robust weights, OHEM's top-k, ALSO's π
-    gradient with the global batch size), :meth:`Strategy.observe` (the samplers' tables) and the
-    history see the global batch on every rank. The objective back-propagated is ``world_size ×`` the
-    global one through this rank's slice, so DDP's gradient mean is the global-batch gradient.
-    Strategy state, optimizer state and the :class:`History` are identical on all ranks (except
-    ``seconds``); ``test`` / ``eval_train`` are evaluated by every rank on the whole set (keep them
-    small, or pass ``test=None`` on ranks > 0). Not single-process-equivalent: BatchNorm statistics
-    (per rank; use ``torch.nn.SyncBatchNorm``), random draws inside :meth:`Strategy.transform`
-    (each rank draws for its slice), and :class:`dro_lab.CompressedWorkersStrategy` (its
-    ``autograd.grad`` bypasses DDP's reducer: not supported).
+    Distributed training (``world_size`` ranks): ``batch_size`` is **per rank**, and the run equals one
+    process with the global batch ``world_size × batch_size`` (up to float summation order). The model is
+    wrapped in ``DistributedDataParallel`` (``device="auto"`` or ``"cuda"`` is ``cuda:LOCAL_RANK``); every
+    rank draws the same global batch (rank 0's ``seed``), forwards its slice and all-gathers the per-sample
+    losses, so :meth:`Strategy.reduce`, :meth:`Strategy.observe` and the history see the global batch and
+    the state is identical on all ranks. ``test`` / ``eval_train`` are evaluated by every rank on the whole
+    set. Not single-process-equivalent: BatchNorm statistics (use ``torch.nn.SyncBatchNorm``), random draws
+    in :meth:`Strategy.transform`; :class:`dro_lab.CompressedWorkersStrategy` is not supported.
 
     Returns:
         :class:`History` with, per epoch, ``epoch``, ``train_loss`` (mean per-sample loss of the
         batches), ``train_objective`` (mean reduced loss), ``seconds`` and, with ``test``,
         ``test_accuracy``, ``test_worst_class_accuracy``, ``test_per_class_accuracy`` and, for
         grouped data, ``test_worst_group_accuracy`` / ``test_per_group_accuracy``.
+
+    Example:
+        >>> train, test = make_minority_blobs(200)
+        >>> history = fit(LogisticRegression(2, 2), train, test=test, epochs=2, progress=False)
+        >>> len(history), 0 <= history["test_worst_group_accuracy"][-1] <= 1
+        (2, True)
     """
 
     strategy = _check_arguments(model, train, strategy, epochs, batch_size, lr, scheduler, lr_schedule)
@@ -577,6 +561,10 @@ def _show_progress(bar, record: dict) -> None:
 
 
 def clone_model(model: torch.nn.Module) -> torch.nn.Module:
-    """An independent copy (same initial weights), so several strategies start from one initialisation."""
+    """An independent copy (same initial weights), so several strategies start from one initialisation.
+
+    Args:
+        model: any ``nn.Module`` (deep-copied).
+    """
     check_module(model)
     return copy.deepcopy(model)

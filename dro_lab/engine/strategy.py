@@ -16,8 +16,13 @@ __all__ = ["Batch", "Strategy"]
 
 
 class Batch(NamedTuple):
-    """The inputs of one optimizer step: ``x``, the targets ``y`` (labels, or soft targets ``(b, k)`` when the
-    loss accepts them) and the group ids (``None`` when the data have none)."""
+    """The inputs of one optimizer step.
+
+    Args:
+        x: the inputs.
+        y: the targets: labels, or soft targets ``(b, k)`` when the loss accepts them.
+        groups: the group ids (``None`` when the data have none).
+    """
 
     x: Tensor
     y: Tensor

@@ -1,12 +1,10 @@
 """Each paper's experiment as one call, the course's comparison, and hyper-parameter tuning.
 
-* :func:`run_experiment` — each paper's headline experiment (:data:`EXPERIMENTS`: ``"hws"``, ``"importance"``,
-  ``"also"``, ``"done"``, ``"gils"``) run with one fair protocol (:mod:`~dro_lab.experiments.protocol`: the same
-  tuning budget for every arm on a validation split, paired seeds, :func:`judge`), returning an
-  :class:`ExperimentResult` that saves to and loads from JSON;
-* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`: one per paper's experiment,
-  Fashion-MNIST, 5 paired seeds), each with its command, to show beside a live run (:func:`beside_reference`);
-  :func:`regenerate_reference`;
+* :func:`run_experiment` — each paper's headline experiment (:data:`EXPERIMENTS`) run with one fair protocol
+  (:mod:`~dro_lab.experiments.protocol`: the same tuning budget for every arm on a validation split, paired
+  seeds, :func:`judge`), returning an :class:`ExperimentResult` (saved as JSON);
+* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`, 5 paired seeds
+  each), to show beside a live run (:func:`beside_reference`); :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
   :func:`summarise`, :func:`pareto_front`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held

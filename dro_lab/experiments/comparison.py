@@ -8,15 +8,10 @@ optimizer, the same seeds and the same thread count, through the one training en
     table = summarise(rows)                 # mean ± sd over seeds, per method
     front = pareto_front(table)             # methods no other method beats on both accuracies
 
-* :data:`METHODS` — an ordered mapping ``name -> MethodSpec`` (its family, the paper's symbol
-  for its knob, a one-line description, and how to build its :class:`dro_lab.train.Strategy`).
-* :func:`make_benchmark` — imbalanced digits with groups: scikit-learn's 8×8 digits, a stratified split,
-  the ``minority_classes`` subsampled in the training set only (the test set keeps every class at its
-  natural ≈ 10 %), and group ids (minority / majority, or the classes).
-* :func:`run_comparison` — one row per method × seed: average and worst-group test accuracy and the
-  wall time per training epoch (evaluation excluded).
-* :func:`summarise`, :func:`pareto_front`, :func:`paired_differences` — the numbers the comparison's
-  figure, table and verdicts are computed from.
+* :data:`METHODS` — an ordered mapping ``name -> MethodSpec`` (family, knob, description, strategy);
+* :func:`make_benchmark` — imbalanced digits with groups (the minority classes thinned in training only);
+* :func:`run_comparison` — one row per method × seed: average and worst-group test accuracy, seconds per epoch;
+* :func:`summarise`, :func:`pareto_front`, :func:`paired_differences` — the figure's, table's and verdicts' numbers.
 
 Symbols, as in the course glossary: β the KL inverse temperature (KL-DRO, HWS; ALSO's τ = 1/β), r DONE's
 KL temperature, and four different α's — the CVaR level, the importance-sampling uniform mixing, ALSO's
@@ -238,7 +233,11 @@ _KNOB_TEXT: dict[str, Callable[[Mapping], str]] = {
 
 
 def available_methods(*, smoke_only: bool = False) -> tuple[str, ...]:
-    """The names :func:`run_comparison` accepts, in the course's order."""
+    """The names :func:`run_comparison` accepts, in the course's order.
+
+    Args:
+        smoke_only: only the methods cheap enough for the smoke preset.
+    """
     check_bool(smoke_only, "smoke_only")
     return tuple(name for name, spec in METHODS.items() if spec.smoke or not smoke_only)
 
@@ -291,9 +290,12 @@ def make_benchmark(
     scikit-learn's 1,797 digits are split (stratified by class, seeded); in the training part only, each of
     ``minority_classes`` keeps ``keep_fraction`` of its examples (drawn with ``seed``); the test part keeps
     every class, cut to the smallest class's count (43 images each at the default split, a seeded draw), so
-    average test accuracy weighs the classes equally. Groups:
-    ``"minority"`` — 1 for the minority classes, 0 for the others; ``"class"`` — the class itself (then the
-    worst group is the worst class).
+    average test accuracy weighs the classes equally.
+
+    Args:
+        minority_classes, keep_fraction: the classes thinned in training, and the share of each they keep.
+        groups: ``"minority"`` (1 for the minority classes, 0 for the others) or ``"class"`` (the class itself).
+        seed, test_fraction: the split's seed and test share.
     """
 
     if groups not in ("minority", "class"):
@@ -377,11 +379,9 @@ def run_comparison(
 ) -> list[dict]:
     r"""Train every method in ``methods`` with every seed in ``seeds``; one row per (method, seed).
 
-    Every run goes through :func:`dro_lab.fit` with Adam (``lr``; ALSO is optimistic Adam with its own π),
-    ``batch_size`` and ``epochs``, on an :class:`dro_lab.MLP` with ``hidden`` layers built right after
-    ``dro_lab.seed_everything(seed)`` — so, for one seed, every method starts from the same weights and
-    ERM, the sampling methods' warm starts and the attacks draw from ``fit``'s generator seeded with
-    ``seed``. On a CPU, the same seed gives the same accuracies (timings differ).
+    Every run goes through :func:`dro_lab.fit` with Adam (ALSO: optimistic Adam with its own π) on an
+    :class:`dro_lab.MLP` built right after ``dro_lab.seed_everything(seed)``: for one seed every method starts
+    from the same weights and draws from ``fit``'s generator seeded with ``seed`` (reproducible on a CPU).
 
     Args:
         methods: names from :data:`METHODS` (``None``: all, in the course's order) or :class:`MethodSpec`
@@ -601,6 +601,10 @@ def summarise(rows, *, reference: str = "ERM") -> list[dict]:
     ``seconds_per_epoch`` / ``seconds_per_epoch_sd``, ``cost_vs_reference`` (mean seconds per epoch divided by
     the ``reference`` method's; ``nan`` when it was not run), ``family``, ``symbol``, ``knob``. With one seed
     every ``_sd`` is 0.
+
+    Args:
+        rows: the rows :func:`run_comparison` returns (one per method and seed).
+        reference: the method of ``cost_vs_reference``.
     """
     rows = _check_rows(rows)
     if not isinstance(reference, str):
@@ -626,6 +630,10 @@ def pareto_front(summary, *, x: str = "avg_acc", y: str = "worst_group_acc") -> 
 
     A method is dominated when another is at least as good on both and strictly better on one; methods
     with identical points are all on the front.
+
+    Args:
+        summary: dicts with ``method``, ``x`` and ``y`` keys (:func:`summarise`'s).
+        x, y: the two metrics.
     """
     if isinstance(summary, Mapping) or not isinstance(summary, Iterable):
         raise ValueError(f"summary must be a list of dicts (from summarise), got {type(summary).__name__}")
@@ -649,7 +657,12 @@ def pareto_front(summary, *, x: str = "avg_acc", y: str = "worst_group_acc") -> 
 def paired_differences(rows, *, metric: str = "worst_group_acc", reference: str = "ERM") -> dict[str, np.ndarray]:
     """Per-seed differences ``method − reference`` of ``metric`` over the seeds both ran (sorted by seed).
 
-    Returns ``{method: array}`` for every method but the reference.
+    Args:
+        rows: the rows :func:`run_comparison` returns.
+        metric: the metric compared; ``reference``: the method subtracted.
+
+    Returns:
+        ``{method: array}`` for every method but the reference.
     """
     rows = _check_rows(rows)
     if metric not in rows[0]:

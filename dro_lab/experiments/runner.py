@@ -99,20 +99,21 @@ def run_experiment(
             experiment has it: the sizes, epochs and trials to start from.
         trials: tuning trials per arm (the same for every arm); default the preset's. ``1`` runs each arm's
             first grid point (its default) untuned.
-        out: a folder for the runs, checkpoints and ``result.json`` (made if absent); ``None`` keeps nothing. A
-            second call with the same arguments resumes: finished runs are read back, the interrupted one continues
-            from its checkpoint. A run record or checkpoint that cannot be read stops it with one ``ValueError``
-            naming the file and the way out (delete that file to redo just that run, or ``restart``).
+        out: a folder for the runs, checkpoints and ``result.json``; ``None`` keeps nothing. A second call with
+            the same arguments resumes (a file that cannot be read stops it with a ``ValueError`` naming it).
         methods: run only these arms (by name; the claims between them are kept); default all.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` …
         progress: a progress bar over the training runs.
-        restart: discard what earlier calls left in ``out`` (run records, checkpoints, ``result.json``, its
-            configuration) and start over; it says on stderr what it discarded (``dro-lab experiment --restart``).
+        restart: discard what earlier calls left in ``out`` and start over (saying on stderr what it discarded).
         **overrides: settings of the preset to change (``epochs=5``, ``per_class=500`` …; the experiment's
             preset names them).
 
     Returns:
         An :class:`~dro_lab.experiments.result.ExperimentResult`; ``.verdicts()`` judges the claims.
+
+    Example:
+        >>> result = run_experiment("hws", seeds="0-2", preset="smoke", out="runs/hws")  # doctest: +SKIP
+        >>> [v["verdict"] for v in result.verdicts()]  # doctest: +SKIP
     """
     named = isinstance(experiment, str)
     if named:

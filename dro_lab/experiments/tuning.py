@@ -99,10 +99,9 @@ def tune(
 
     ``objective(params) -> float`` receives a dict of suggested values (``space``'s names; ints for
     ``"int"`` entries; fixed entries passed through) and returns the score to maximise. **The caller
-    trains on a training split and scores on a VALIDATION split** carved from the training data: the
-    paper maximised test accuracy and reported the best of its 20 test evaluations (an optimistic,
-    selection-biased number: Wang et al.'s §4.2 and Table 3 mention no validation split). Evaluate the
-    chosen parameters on the test split once, afterwards.
+    trains on a training split and scores on a VALIDATION split** carved from the training data (the
+    paper reported the best of its 20 test evaluations, an optimistic number); evaluate the chosen
+    parameters on the test split once, afterwards.
 
     Args:
         objective: ``params -> score``.
@@ -110,19 +109,22 @@ def tune(
             fixed value; default :data:`GILS_SEARCH_SPACE` (α ∈ [0, 0.5], T ∈ {0..15}, η ∈ [1e-3, 0.3]
             log-scaled for inputs in [0, 1], epochs ∈ {5..40}).
         n_trials: the budget (the paper: 20 full trainings).
-        sampler: ``"gp"`` (:class:`optuna.samplers.GPSampler`, a Matérn-5/2 GP with a log-EI
-            acquisition: the closest to the paper's Ax set-up), ``"tpe"``
-            (:class:`optuna.samplers.TPESampler`) or ``"random"``.
+        sampler: ``"gp"`` (:class:`optuna.samplers.GPSampler`, a Matérn-5/2 GP: the closest to the paper's
+            Ax set-up), ``"tpe"`` (:class:`optuna.samplers.TPESampler`) or ``"random"``.
         seed: the sampler's seed (same seed and deterministic objective → same study).
-        n_startup_trials: random trials before the model-based proposals; ``None`` takes
-            ``min(10, max(1, n_trials // 3))`` — optuna's own default of 10 would make a study of ≤ 10 trials
-            pure random search (the paper's Ax uses a few Sobol points; ignored by ``"random"``).
+        n_startup_trials: random trials before the model-based proposals; ``None``: ``min(10, max(1, n_trials // 3))``
+            (optuna's default of 10 would make a short study pure random search).
         direction: ``"maximize"`` (accuracy, the default) or ``"minimize"``.
         verbose: keep optuna's per-trial log lines (silenced to WARNING by default).
 
     Returns:
         The :class:`optuna.Study`: ``study.best_params``, ``study.best_value``, ``study.trials_dataframe()``
         and ``optuna.visualization`` plots (history, importances, contours) all apply.
+
+    Example:
+        >>> study = tune(lambda p: -((p["x"] - 0.3) ** 2), {"x": ("float", 0.0, 1.0)}, n_trials=20)  # doctest: +SKIP
+        >>> round(study.best_params["x"], 1)  # doctest: +SKIP
+        0.3
     """
     optuna = _import_optuna()
     if not callable(objective):

@@ -4,10 +4,8 @@ A claim is a sign: "method A beats method B on metric M" (by more than a thresho
 per-seed differences of paired runs (the same data draw, initialisation and batch order for both methods),
 **oriented so that a positive difference supports the claim**:
 
-* ``A − B`` for a metric where higher is better (an accuracy);
-* ``B − A`` for a cost or an error (seconds, a loss);
-* ``log(B / A)`` (or ``log(A / B)``) for a claim stated as a ratio ("2× faster"), with the threshold
-  ``log 2``.
+``A − B`` where higher is better (an accuracy), ``B − A`` for a cost or an error, ``log(B / A)`` for a
+ratio ("2× faster", with the threshold ``log 2``).
 
 :func:`judge` turns them into one of three words, from the two-sided Student-t confidence interval of their
 mean:
@@ -151,6 +149,11 @@ def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence
 
     Returns:
         :class:`Verdict`: ``.verdict`` and ``.interval`` (plus the mean, the number of seeds and the wins).
+
+    Example:
+        >>> verdict = judge([0.02, 0.03, 0.01, 0.04])  # four seeds, each better
+        >>> verdict.verdict, [round(end, 3) for end in verdict.interval]
+        ('held', [0.004, 0.046])
     """
     threshold = check_number(threshold, "threshold")
     check_int(min_seeds, "min_seeds", low=2)

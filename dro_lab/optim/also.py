@@ -15,6 +15,7 @@ from .group_weights import GroupWeightOptimizer
 __all__ = ["ALSO_MODES", "ALSO"]
 
 
+#: The ``mode`` values of :class:`ALSO`: Algorithm 5, plain descent–ascent, the official code's Popov form, AπLSO.
 ALSO_MODES = ("optimistic", "descent-ascent", "popov", "api")
 
 
@@ -38,35 +39,36 @@ class ALSO(GroupWeightOptimizer):
     Args:
         params: the model parameters (or parameter groups).
         n_groups: c, the number of groups (``c = n`` for one weight per example).
-        lr, betas, eps, weight_decay, amsgrad-free: Adam's (torch defaults; the official code uses
+        lr, betas, eps, weight_decay: Adam's (torch defaults; the official code uses
             ``eps`` = 1.19e-7 and ``weight_decay`` = 1e-3).
         pi_lr: η_π, π's step size (0 freezes π: Adam / Static Weights).
         tau: τ > 0, the KL strength towards the prior (β = 1/τ).
         alpha: optimism ("negative momentum"); the paper fixes α = 1. α = 0 is descent–ascent.
-        mode: ``"optimistic"`` (Algorithm 5, the default), ``"descent-ascent"`` (α forced to 0: one
-            plain Adam update per step), ``"popov"`` (the official code's two-sequence form: the
-            gradient is taken at an extrapolated point; :meth:`step` needs a ``closure``; Adam's
-            moments are updated twice per step, as there), ``"api"`` (AπLSO: π's gradient
-            normalised by its own Adam moments before the prox — a reconstruction, the paper gives
-            no formula).
-        prior: π̂ — ``"uniform"`` (default) or a vector of ``n_groups`` positive weights (e.g. the
-            class-balanced per-sample prior of the paper's imbalance experiment).
+        mode: ``"optimistic"`` (Algorithm 5, the default), ``"descent-ascent"`` (α forced to 0),
+            ``"popov"`` (the official code's two-sequence form, gradients at an extrapolated point:
+            :meth:`step` needs a ``closure``) or ``"api"`` (AπLSO: π's gradient normalised by its own
+            Adam moments, a reconstruction: the paper gives no formula).
+        prior: π̂: ``"uniform"`` (default) or ``n_groups`` positive weights (e.g. class-balanced).
         pi_init: π⁰ (default: uniform).
         pi_option: ``"I"`` (practice), ``"II"`` or ``"II-euclid"``; see :func:`kl_prox_step`.
-        loss_scale: s; ``None`` means c/M for a batch of M (unbiased); the paper's imbalance code
-            overrides it to 1.
-        sampling: how the batch was drawn (the paper's App. A): ``"uniform"`` over objects (a shuffled
-            loader), ``"group"`` (group uniform, then object) or ``"pi"`` (group ∼ π, then object;
-            the estimator drops π's factor). The latter two need ``group_sizes``.
+        loss_scale: s; ``None``: c/M for a batch of M (unbiased; the paper's imbalance code uses 1).
+        sampling: how the batch was drawn (the paper's App. A), one of :data:`SAMPLING_SCHEMES`
+            (``"group"`` and ``"pi"`` need ``group_sizes``; with ``"pi"`` the estimator drops π's factor).
         group_sizes: n_j per group.
         temperature: softmax temperature of the official code (not in the paper; 1 = off).
-        distributed: ``"auto"`` (default): under an initialised ``torch.distributed`` process group with
-            more than one process, :meth:`weighted_loss` gets this rank's slice of the batch (M, π's
-            gradient and the scale for DDP's mean are made global, see the module docstring); ``True``
-            requires a process group; ``False``: the losses are the whole batch (what :func:`dro_lab.fit`
-            hands over).
+        pi_betas: the moments of π's gradient in ``mode="api"`` (default: ``betas``).
+        distributed: ``"auto"``: under a process group of several ranks :meth:`weighted_loss` gets this
+            rank's slice (see the module docstring); ``True`` requires one; ``False``: the whole batch.
 
     With ``pi_lr=0``, ``alpha=0``, a uniform prior and π⁰ it is ``torch.optim.Adam`` on the mean loss.
+
+    Example:
+        >>> w = torch.nn.Parameter(torch.zeros(1))
+        >>> opt = ALSO([w], n_groups=2, pi_lr=1.0, tau=1.0)
+        >>> opt.weighted_loss(torch.tensor([1.0, 3.0]) + w, torch.tensor([0, 1])).backward()
+        >>> opt.step()
+        >>> opt.pi  # the group with the larger loss gains weight
+        tensor([0.2689, 0.7311], dtype=torch.float64)
     """
 
     def __init__(

@@ -27,12 +27,9 @@ for π's step::
 do not underflow); :attr:`~GroupWeightOptimizer.pi` returns the probabilities.
 
 Under ``torchrun`` with the model in ``DistributedDataParallel`` the same loop works unchanged
-(``distributed="auto"``, the default): each rank hands :meth:`~GroupWeightOptimizer.weighted_loss` its own slice,
-the batch size M in c/M is the global one (an all-reduce), the returned scalar is scaled by the world
-size so that DDP's gradient mean is the global-batch gradient, and :meth:`step` all-reduces (sums) the
-scatter-added group losses, so π is the same on every rank and equals one process with the global
-batch. :func:`dro_lab.fit` gathers the global batch itself and builds its optimizers with
-``distributed=False``.
+(``distributed="auto"``): each rank hands :meth:`~GroupWeightOptimizer.weighted_loss` its slice, M and π's
+step are made global by all-reduces, so π equals one process's with the global batch. :func:`dro_lab.fit`
+gathers the global batch itself and builds its optimizers with ``distributed=False``.
 """
 
 from __future__ import annotations
@@ -46,9 +43,11 @@ from .prox import PI_OPTIONS, _kl_prox_step
 __all__ = ["DISTRIBUTED", "SAMPLING_SCHEMES", "GroupWeightOptimizer"]
 
 
+#: The ``distributed`` values of the group-DRO optimizers: under a process group of several ranks, always, never.
 DISTRIBUTED = ("auto", True, False)
 
 
+#: How a batch was drawn (``sampling``): uniform over objects, group-uniform then object, group ∼ π then object.
 SAMPLING_SCHEMES = ("uniform", "group", "pi")
 
 

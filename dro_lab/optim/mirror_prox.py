@@ -26,6 +26,21 @@ class OptimisticMirrorProx(GroupWeightOptimizer):
     gradient step). α = 1 (Popov) is the paper's choice; α = 0 is simultaneous gradient descent–ascent.
     Hand it the losses of **all** examples each step (``weighted_loss(losses, groups)``): the scale
     c/n then makes :math:`\sum_b w_b\ell_b` the objective's loss term exactly.
+
+    Args:
+        params, n_groups: as in :class:`ALSO`.
+        lr: γ > 0; ``tau``: τ > 0; ``alpha``: α ≥ 0; ``weight_decay``: λ ≥ 0.
+        prior, pi_init, pi_option, loss_scale, sampling, group_sizes, distributed: as in :class:`ALSO`.
+
+    Example:
+        >>> w = torch.nn.Parameter(torch.zeros(1))
+        >>> opt = OptimisticMirrorProx([w], n_groups=2, lr=0.5, tau=1.0)
+        >>> for _ in range(50):
+        ...     opt.zero_grad()
+        ...     opt.weighted_loss(torch.tensor([1.0, 3.0]) + w, torch.tensor([0, 1])).backward()
+        ...     opt.step()
+        >>> opt.pi  # π⋆ ∝ π̂·e^{L/τ}
+        tensor([0.1192, 0.8808], dtype=torch.float64)
     """
 
     def __init__(
@@ -102,9 +117,13 @@ class DRAGO(GroupWeightOptimizer):
         + \eta_\pi(\ell_t - \Lambda_{s+1} + \Lambda_s)}
         {1+\eta_\pi\tau}\Big)
 
-    with plain SGD on θ, ``pi_lr`` = ``lr`` by default and no weight decay (as in the ALSO authors'
-    experiment code, whose adaptation stores weight decay but never applies it; the paper gives no
-    details of it). The official DRAGO keeps O(nd) tables; this one does not.
+    with plain SGD on θ and no weight decay, as in the ALSO authors' experiment code (the official DRAGO
+    keeps O(nd) tables; this one does not).
+
+    Args:
+        params, n_groups: as in :class:`ALSO`.
+        lr: η > 0; ``pi_lr``: η_π (default ``lr``); ``tau``: τ > 0; ``freq``: the snapshot period, ≥ 2.
+        prior, pi_init, loss_scale, distributed: as in :class:`ALSO`.
     """
 
     def __init__(

@@ -23,11 +23,22 @@ __all__ = [
 ]
 
 
+#: The π steps of :func:`kl_prox_step` (``option``, the optimizers' ``pi_option``): exact prox, explicit, projected.
 PI_OPTIONS = ("I", "II", "II-euclid")
 
 
 def simplex_projection(v: Tensor) -> Tensor:
-    """Euclidean projection of ``v`` onto the probability simplex (sort-based, Held et al. / Duchi et al.)."""
+    r"""Euclidean projection of ``v`` onto the probability simplex (sort-based, Held et al. / Duchi et al.).
+
+    :math:`\arg\min_{q\in\Delta}\lVert q-v\rVert_2 = (v-\theta)_+`, θ such that the result sums to one.
+
+    Args:
+        v: a finite vector, shape ``(n,)``.
+
+    Example:
+        >>> simplex_projection(torch.tensor([0.5, 1.5, -1.0]))
+        tensor([0., 1., 0.])
+    """
     if not isinstance(v, Tensor):
         raise TypeError(f"v must be a 1-D tensor, got {type(v).__name__}")
     if v.dim() != 1 or v.numel() == 0:
@@ -66,8 +77,16 @@ def kl_prox_step(
     * Option II-euclid: projected gradient ascent,
       :math:`\pi^+ = \mathrm{Proj}_\Delta\big(\pi + \eta(g - \tau(\log(\pi/\hat\pi) + 1))\big)`.
 
-    ``grad`` is the ascent direction (the group losses); ``temperature`` (not in the paper; the
-    official code's ``pi_temperature``) divides the logits of options I and II.
+    Args:
+        log_pi, grad: ``log π`` and ``g``, the ascent direction (the group losses), shape ``(c,)``.
+        lr: η ≥ 0; ``tau``: τ ≥ 0; ``log_prior``: ``log π̂`` (a tensor or a number).
+        option: one of :data:`PI_OPTIONS`.
+        temperature: divides the logits of options I and II (not in the paper; the official code's).
+
+    Example:
+        >>> half = torch.log(torch.tensor([0.5, 0.5]))
+        >>> kl_prox_step(half, torch.tensor([0.0, 1.0]), lr=1.0, tau=1.0, log_prior=half).exp()
+        tensor([0.3775, 0.6225])
     """
     lr, tau = check_number(lr, "lr", low=0), check_number(tau, "tau", low=0)
     if not isinstance(log_pi, Tensor) or not isinstance(grad, Tensor):
@@ -114,6 +133,9 @@ def bilinear_game_path(
     g_{t-1})` (:math:`g_{-1} = g_0`), applied to :math:`(x, y)` with gradient :math:`(a y, -a x)`. α = 0 is plain
     descent–ascent, which spirals out (the iteration matrix has modulus :math:`\sqrt{1+\gamma^2a^2}>1`);
     α = 1 is Popov's method, which converges for small γ. Returns a float64 ``(steps + 1, 2)`` tensor.
+
+    Args:
+        lr: γ > 0; ``alpha``: α ≥ 0; ``steps``: the number of steps; ``start``: (x₀, y₀); ``coupling``: a.
     """
     check_number(lr, "lr", low=0, low_open=True)
     check_number(alpha, "alpha", low=0)

@@ -4,11 +4,8 @@ Importance sampling for SGD (Lahire 2023) needs, at the current parameters :math
 
 * the exact per-sample gradient norms :math:`g_i = \|\nabla_\theta \ell_i(\theta)\|_2` (the optimal
   scheme :math:`p^{GN}_i = g_i / \sum_j g_j`): :func:`per_sample_grad_norms`;
-* the forward-only proxy of Katharopoulos & Fleuret (2018), the norm of the gradient of the loss
-  with respect to the logits, :math:`\|\partial\ell_i/\partial z_i\|_2 = \|\mathrm{softmax}(z_i) - e_{y_i}\|_2`
-  for cross-entropy: :func:`logit_grad_norms` (pure, on logits) and :func:`last_layer_grad_norms`
-  (on a model; with ``exact=True`` the exact gradient norm of the last :class:`~torch.nn.Linear`
-  layer's parameters, :math:`\|\partial\ell/\partial z\|\sqrt{\|h\|^2 + 1}`);
+* the forward-only proxy of Katharopoulos & Fleuret (2018), :math:`\|\partial\ell_i/\partial z_i\|_2`:
+  :func:`logit_grad_norms` (on logits) and :func:`last_layer_grad_norms` (on a model);
 * the paper's Algorithm 1 and the exact score :math:`\rho`: :func:`sampling_quality`.
 
 Nothing here touches a parameter's ``.grad`` or the model's train/eval mode.
@@ -157,36 +154,25 @@ def per_sample_grad_norms(
 
     Methods:
 
-    * ``"ghost"`` — one batched forward and one backward to the layer outputs, with hooks. For each
-      :class:`~torch.nn.Linear` layer, :math:`\|\nabla W_i\|_F^2 = \|a_i\|^2\|\delta_i\|^2` (the "ghost
-      norm", never forming :math:`\nabla W_i`); for each convolution the per-sample weight gradient
-      :math:`\delta_i\,\mathrm{unfold}(a_i)^T` is formed (small: 5×25 and 10×125 for :class:`SmallCNN`).
-      Needs every trainable parameter to sit in a ``Linear`` or an ungrouped, zero-padded ``Conv1d/2d/3d``
-      that is called once per forward.
+    * ``"ghost"`` — one batched forward and one backward to the layer outputs, with hooks: for each
+      :class:`~torch.nn.Linear` layer :math:`\|\nabla W_i\|_F^2 = \|a_i\|^2\|\delta_i\|^2` (the "ghost norm"),
+      for each convolution the small per-sample weight gradient :math:`\delta_i\,\mathrm{unfold}(a_i)^T`. Needs
+      every trainable parameter in a ``Linear`` or an ungrouped, zero-padded ``Conv1d/2d/3d`` called once.
     * ``"vmap"`` — ``torch.func.vmap(grad(...))`` over :func:`torch.func.functional_call`: any model,
       but it materialises the ``b × P`` per-sample gradients (use ``chunk_size`` to cap memory).
     * ``"auto"`` (default) — ``"ghost"`` when it applies, else ``"vmap"``; ``"vmap"`` when
       ``return_grads=True``.
 
-    Why ghost by default: it is one ordinary batched pass plus cheap per-layer products, so its cost stays a
-    small multiple of one ordinary forward+backward at every batch size, while vmap forms all ``b × P``
-    per-sample gradients (for :class:`SmallCNN` P = 401 692 with 2 classes: 206 MB at b = 128) and a Python loop
-    pays one backward per example. ``dro-lab bench --only pergrad`` times the three (and the forward-only
-    :func:`last_layer_grad_norms`) on your machine; the README gives the ratios.
+    Ghost by default: its cost stays a small multiple of one forward+backward at every batch size, while vmap
+    forms all ``b × P`` per-sample gradients (``dro-lab bench --only pergrad`` times them on your machine).
 
-    Caveats:
-
-    * BatchNorm in train mode couples the samples, so per-sample gradients are ill-defined: a
-      ``ValueError`` asks for ``model.eval()`` (running statistics) or a model without BatchNorm.
-    * Dropout in train mode is applied (per sample); masks differ from those of a later training
-      step. Call ``model.eval()`` for deterministic norms.
-    * The model's mode and its parameters' ``.grad`` are left untouched.
+    BatchNorm in train mode couples the samples (a ``ValueError`` asks for ``model.eval()``); dropout in
+    train mode is applied per sample. The model's mode and its parameters' ``.grad`` are left untouched.
 
     Args:
         model: The network; inputs are moved to its device.
         loss_fn: ``loss_fn(logits, y)`` returning per-sample losses of shape ``(b,)``, e.g.
-            ``nn.CrossEntropyLoss(reduction="none")`` or
-            ``lambda z, y: F.cross_entropy(z, y, reduction="none")``.
+            ``nn.CrossEntropyLoss(reduction="none")``.
         x: A batch of inputs, batch on dim 0.
         y: Targets, one per input.
         method: ``"auto"``, ``"ghost"`` or ``"vmap"``.
@@ -202,6 +188,13 @@ def per_sample_grad_norms(
         TypeError: ``model`` is not a module, ``x``/``y`` are not tensors, ``loss_fn`` is not callable.
         ValueError: mismatched batch sizes, a loss that is not per-sample, an unknown ``method``,
             ``method="ghost"`` on an unsupported model, no trainable parameter, train-mode BatchNorm.
+
+    Example:
+        >>> model, x, y = torch.nn.Linear(3, 2), torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
+        >>> ce = lambda z, y: F.cross_entropy(z, y, reduction="none")
+        >>> norms = per_sample_grad_norms(model, ce, x, y)  # ghost norms: one batched pass
+        >>> norms.shape, torch.allclose(norms, per_sample_grad_norms(model, ce, x, y, method="vmap"))
+        (torch.Size([4]), True)
     """
     model = check_module(model)
     loss_fn = check_loss_fn(loss_fn)

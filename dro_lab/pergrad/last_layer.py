@@ -30,6 +30,10 @@ def logit_grad_norms(logits: Tensor, y: Tensor) -> Tensor:
 
     Returns:
         Shape ``(b,)``, dtype and device of ``logits``; no autograd graph.
+
+    Example:
+        >>> logit_grad_norms(torch.tensor([[0.0, 0.0], [2.0, -2.0]]), torch.tensor([0, 1]))  # √2·(1 − σ_y)
+        tensor([0.7071, 1.3888])
     """
     if not isinstance(logits, Tensor):
         raise TypeError(f"logits must be a tensor of shape (b, C), got {type(logits).__name__}")
@@ -66,14 +70,10 @@ def last_layer_grad_norms(
 
     With ``h = model.penultimate(x)`` and ``z = model.classifier(h)``:
 
-    * ``exact=False`` (default): :math:`\|\partial\ell_i/\partial z_i\|_2` (Katharopoulos & Fleuret's
-      upper bound, up to a constant, of :math:`\|\nabla_\theta\ell_i\|`); for cross-entropy
-      :math:`\|\mathrm{softmax}(z_i)-e_{y_i}\|_2`, see :func:`logit_grad_norms`.
-    * ``exact=True``: the exact norm of the gradient w.r.t. the classifier's parameters,
-      :math:`\|\partial\ell_i/\partial z_i\|_2\sqrt{\|h_i\|^2+1}` (:math:`\|h_i\|` without a bias). It is
-      a lower bound on the full norm :math:`g_i` and costs no backward either.
-
-    The model's mode is not changed (train-mode dropout applies); no gradient is recorded.
+    * ``exact=False`` (default): :math:`\|\partial\ell_i/\partial z_i\|_2`, Katharopoulos & Fleuret's bound (up
+      to a constant) on :math:`\|\nabla_\theta\ell_i\|` (:func:`logit_grad_norms` for cross-entropy);
+    * ``exact=True``: the classifier's parameter-gradient norm :math:`\|\partial\ell_i/\partial z_i\|_2
+      \sqrt{\|h_i\|^2+1}`, a lower bound on the full norm. The model's mode is not changed; no graph.
 
     Args:
         model: A model with ``penultimate(x)`` and a ``classifier`` :class:`~torch.nn.Linear`
@@ -81,9 +81,8 @@ def last_layer_grad_norms(
         x: A batch of inputs (moved to the model's device).
         y: Class indices, shape ``(b,)``.
         exact: Return the exact last-layer parameter gradient norm instead of the logit norm.
-        loss_fn: ``None`` for cross-entropy (closed form); otherwise a per-sample loss
-            ``loss_fn(logits, y)`` whose logit gradient is taken with autograd (a backward to the
-            logits only).
+        loss_fn: ``None`` for cross-entropy (closed form); otherwise a per-sample loss ``(logits, y)``
+            (its logit gradient by autograd).
 
     Returns:
         Shape ``(b,)``, on the model's device.

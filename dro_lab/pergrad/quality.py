@@ -117,10 +117,8 @@ def _h(g: Tensor, q: Tensor) -> float:
 def sampling_quality(p: Any, grad_norms: Any) -> SamplingQuality:
     r"""How good is a sampling scheme ``p`` on M evaluated items? (Lahire 2023, Algorithm 1 + ρ.)
 
-    One step of Algorithm 1: ``p`` are the scheme's probabilities (or unnormalised scores) of the
-    M evaluated items, ``grad_norms`` their exact per-sample gradient norms (e.g. from
-    :func:`per_sample_grad_norms`). Both are renormalised over the M items. Returns the paper's
-    KL / TV distances of ``p̃`` and of uniform to ``p̃GN`` and the exact score
+    One step of Algorithm 1: the paper's KL / TV distances of ``p̃`` and of uniform to ``p̃GN`` (both
+    renormalised over the M items) and the exact score
 
     .. math::
         \rho = \frac{H(\tilde u) - H(\tilde p)}{H(\tilde u) - H(\tilde p^{GN})}
@@ -128,13 +126,11 @@ def sampling_quality(p: Any, grad_norms: Any) -> SamplingQuality:
         \qquad H(q) = \sum_j g_j^2 / q_j,
 
     the fraction of the best possible SGD variance-term reduction that ``p`` achieves (1 optimal,
-    0 as uniform, negative worse). TV and KL closeness do not imply ρ > 0: for
-    ``g = (1, 1, 1, 4)`` and ``p = (0.001, 0.2, 0.2, 0.599)``, TV and KL say "closer than uniform"
-    but ρ ≈ −35.58. All arithmetic in float64 on the CPU.
+    0 as uniform, negative worse; TV and KL closeness do not imply ρ > 0). Float64 on the CPU.
 
     Args:
-        p: Non-negative probabilities or scores of the M items, not all zero (1-D, tensor/array/list).
-        grad_norms: Non-negative per-sample gradient norms of the same M items, not all zero.
+        p: the scheme's non-negative probabilities or scores of the M items, not all zero (1-D).
+        grad_norms: their exact per-sample gradient norms (:func:`per_sample_grad_norms`), not all zero.
 
     Returns:
         A :class:`SamplingQuality` (``.as_dict()`` for the scalars).

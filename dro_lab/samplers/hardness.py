@@ -16,7 +16,7 @@ loss (the paper's Lemma 3.2): the weighting is done by the sampling, so the loss
 reweighted as well.
 
 It is a ``torch.utils.data`` batch sampler (``DataLoader(dataset, batch_sampler=sampler)``)
-and the engine's :class:`dro_lab.train.HardnessWeightedStrategy` wraps it. In your own loop::
+and the engine's :class:`dro_lab.HardnessWeightedStrategy` wraps it. In your own loop::
 
     sampler = HardnessWeightedSampler(len(train), batch_size=64, beta=10.0, device=device)
     for epoch in range(epochs):
@@ -26,23 +26,14 @@ and the engine's :class:`dro_lab.train.HardnessWeightedStrategy` wraps it. In yo
             opt.zero_grad(); losses.mean().backward(); opt.step()
             sampler.update(idx, losses.detach())  # the fresh losses go back into the history
 
-The history, the probabilities and the draw live on the sampler's device; nothing is copied to
-the host per step and no Python loop runs over indices. One scalar is read per
-:meth:`~HardnessWeightedSampler.update` to reject NaN/inf losses and out-of-range indices.
+The history, the probabilities and the draw live on the sampler's device: no host copy and no Python
+loop over indices per step (one scalar read per update checks the losses and indices).
 
-**Freshness and DataLoader workers.** A draw uses the history as it is when the batch is
-requested. ``DataLoader(num_workers=0)`` requests batch ``t+1`` after your loop has called
-``update`` for batch ``t``, so every draw sees every loss so far (the paper's algorithm). With
-``num_workers=w > 0`` the loader prefetches ``prefetch_factor × w`` batches ahead, so each draw
-misses the last few updates (a stale ``q``). The sampler counts draws that are not yet followed by
-an ``update`` and raises once more than ``max_pending`` are outstanding (default 0: the paper's
-freshness); pass ``max_pending=prefetch_factor * num_workers`` to accept that staleness knowingly.
-
-**Options beyond the paper** (off by default, labelled as such wherever they appear):
-``refresh_every=k > 1`` (recompute the whole history every ``k`` iterations), ``prob_floor``
-(mix ``q`` with the uniform distribution), ``importance_weights`` (the staleness correction of the
-authors' later code) and ``history_momentum`` (an exponential moving average of the losses, also
-from the later code). ``refresh_every=1`` is the paper's exact-history variant (Theorem B.1).
+**Freshness and DataLoader workers.** A draw uses the history as it is when the batch is requested.
+With ``num_workers=w > 0`` a DataLoader prefetches ``prefetch_factor × w`` batches, so each draw misses
+the last few updates (a stale ``q``): the sampler raises once more than ``max_pending`` draws await
+their ``update`` (default 0: the paper's freshness); pass ``max_pending=prefetch_factor * num_workers``
+to accept that staleness knowingly. The options beyond the paper are off by default and say so.
 """
 
 from __future__ import annotations
@@ -71,12 +62,8 @@ HWS_DIVERGENCES = ("kl", "chi2")
 HWS_DRAWS = ("multinomial", "tree")
 
 #: ``draw="auto"`` takes the tree from this n on (KL, on the CPU, unless ``refresh_every=1`` rebuilds it
-#: every step), multinomial below. Measured: the two modes' sampler steps (draw b = 128, update; β = 10)
-#: timed side by side by ``dro-lab bench hws-draw --threads 2 --hws-sizes 1e3,1e4,3e4,5e4,7e4,1e5,1e6`` on
-#: this repository's 2-core CPU machine cross between n = 5·10⁴ (multinomial ahead) and 7·10⁴ (tree
-#: ahead), and an interleaved min-of-repeats timing at 1 and 2 threads agreed; 2¹⁶ sits in between. The
-#: README's bench passage gives the ratios. On accelerators the crossover was not measured (an O(n) pass
-#: is one kernel there, the tree's step some thirty small ones), so auto keeps multinomial there.
+#: every step), multinomial below: where the two modes' steps cross on a 2-core CPU (``dro-lab bench
+#: hws-draw``: between 5·10⁴ and 7·10⁴). On accelerators auto keeps multinomial (crossover not measured).
 AUTO_TREE_MIN_N = 65_536
 
 
@@ -106,59 +93,44 @@ class HardnessWeightedSampler(TableSampler):
             ``world_size × b`` indices and this process takes its slice.
         beta: β ≥ 0, the robustness (inverse temperature); β = 0 is uniform sampling (ERM).
         divergence: ``"kl"`` (the paper's Algorithm 1: ``q = softmax(β·history)``) or ``"chi2"``
-            (Pearson χ²: the exact simplex projection, not the paper's eq. 21, which does not
-            sum to one once an entry is clipped). β scales of the two are not comparable:
-            χ² at 2β ≈ KL at β to first order.
-        draw: How a batch is drawn from ``q`` (the same distribution either way): ``"auto"``
-            (default): ``"tree"`` when it applies (``divergence="kl"``, a CPU device, ``refresh_every``
-            other than 1) and ``n ≥`` :data:`AUTO_TREE_MIN_N`, else ``"multinomial"``; re-decided when
-            the divergence changes; the mode it took is :attr:`draw_mode`.
-            ``"multinomial"``: ``softmax`` over the n losses and ``torch.multinomial``, O(n)
-            per step. ``"tree"``: a float64 sum tree (fan-out 32) over the leaves
-            ``exp(β·(history_i − m))``, O(b log n) per step: each of the ``b`` draws descends the tree,
-            each :meth:`update` rewrites its ``b`` leaves and their ancestors (each recomputed from its
-            children, so the tree is a deterministic function of the history and ``m``). ``m`` is the
-            history's maximum at the last O(n) rebuild, which happens at the first draw, after a change
-            of β or a refresh, and when an update moves the total outside [1e-250, 1e250] (counted in
-            :meth:`stats` as ``tree_rebuilds``). ``prob_floor`` is drawn as a mixture (uniform with
-            probability ``prob_floor``). KL only (χ² weights need a threshold over all n losses); not on
-            MPS (no float64). Reads one more scalar per :meth:`update` (the total) to decide a rebuild.
-        warm_start: Start with one epoch of uniform shuffling (every example once) that fills the
-            history (the paper). ``False`` (beyond the paper) draws from ``q`` at once over
-            ``history_init``.
+            (Pearson χ², the exact maximiser: not the paper's eq. 21). χ² at 2β ≈ KL at β to first order.
+        draw: How a batch is drawn from ``q`` (the same distribution either way): ``"multinomial"``
+            (``softmax`` over the n losses and ``torch.multinomial``, O(n) per step), ``"tree"`` (a float64
+            sum tree over ``exp(β·(history_i − m))``, ``m`` the history's maximum at its last O(n) rebuild,
+            counted in :meth:`stats`; O(b log n) per step; KL only, not on MPS) or ``"auto"`` (default): the
+            tree for KL on a CPU from ``n ≥`` :data:`AUTO_TREE_MIN_N` (unless ``refresh_every=1``), else
+            multinomial; re-decided when the divergence changes; the mode taken is :attr:`draw_mode`.
+        warm_start: Start with one epoch of uniform shuffling that fills the history (the paper).
+            ``False`` (beyond the paper) draws from ``q`` at once over ``history_init``.
         history_init: The history's initial value (the paper's −1 sentinel, safe only with the
             warm start), a number or a tensor of ``n`` losses.
-        refresh_every: ``None`` (the paper's Algorithm 1: stale history); ``1`` = the exact-history
-            variant of Theorem B.1 (all ``n`` losses recomputed before every draw); ``k > 1``
-            (beyond the paper) every ``k`` iterations. Needs ``refresh_fn``.
+        refresh_every: ``None`` (Algorithm 1: stale history); ``1`` (Theorem B.1: all ``n`` losses recomputed
+            before every draw); ``k > 1`` (beyond the paper) every ``k`` iterations. Needs ``refresh_fn``.
         refresh_fn: ``() -> Tensor(n)``: the current losses of the whole training set, in index
             order (:func:`dro_lab.dataset_losses` builds one).
-        prob_floor: Beyond the paper. Draw from ``(1 − prob_floor)·q + prob_floor·u`` so that no
-            example starves: every probability is at least ``prob_floor / n``. In ``[0, 1)``.
-        importance_weights: Beyond the paper (KL only; the authors' later code): multiply each
-            sample's loss by ``exp(β(1 − m)(ℓ_new − ℓ_history))``, correcting for the history's
-            staleness; see :meth:`importance_weights`.
+        prob_floor: Beyond the paper, in ``[0, 1)``: draw from ``(1 − prob_floor)·q + prob_floor·u``.
+        importance_weights: Beyond the paper (KL only; the authors' later code): the staleness
+            correction of :meth:`importance_weights`.
         history_momentum: Beyond the paper: ``m`` in ``history ← m·history + (1 − m)·ℓ`` on update
             (``0`` = the paper's overwrite). In ``[0, 1)``. The warm start always overwrites.
         max_pending: How many drawn batches may wait for their :meth:`update` before the next draw
-            raises (see the module notes on DataLoader workers). Default 0: every draw sees every
-            loss so far.
+            raises (see the module notes on DataLoader workers).
         device: Where the history lives and the draw happens: ``"auto"`` (CUDA when available), or
             the model's device.
-        generator: A ``torch.Generator`` on ``device`` for every draw (warm-start permutation and
-            hardness-weighted batches). ``None``: seeded from torch's global RNG (rank 0's seed is
-            broadcast under DDP so that all ranks draw the same global batch).
-        world_size, rank: DDP layout; by default read from ``torch.distributed`` when it is
-            initialised (else 1 and 0).
+        generator: A ``torch.Generator`` on ``device`` for every draw. ``None``: seeded from torch's global
+            RNG (rank 0's seed under DDP, so that all ranks draw the same global batch).
+        world_size, rank: DDP layout; by default from ``torch.distributed`` when initialised (else 1 and 0).
 
-    Under DDP every process holds the same history and the same generator, so they draw the same
-    global batch without communicating; :meth:`update` all-gathers the losses of every rank so
-    the histories stay identical. In the warm-start epoch the last global batch is padded by
-    wrapping around the permutation (as ``DistributedSampler`` does) so every rank steps equally.
+    Under DDP every process holds the same history and generator, so all draw the same global batch
+    without communicating; :meth:`update` all-gathers the losses so the histories stay identical. A
+    batch may hold an index several times (with replacement): :meth:`update` writes the mean of its losses.
 
-    Duplicates: a batch may hold an index several times (with replacement). :meth:`update`
-    writes the mean of its losses (identical in eval mode; with dropout they differ), a
-    deterministic choice that does not depend on the scatter order.
+    Example:
+        >>> sampler = HardnessWeightedSampler(4, batch_size=2, beta=1.0, device="cpu")
+        >>> for idx in sampler.batches():  # the warm start: every example once
+        ...     sampler.update(idx, torch.log(1.0 + idx))  # the batch's losses
+        >>> sampler.probabilities()  # q ∝ e^{βℓ} = 1 + index
+        tensor([0.1000, 0.2000, 0.3000, 0.4000])
     """
 
     def __init__(

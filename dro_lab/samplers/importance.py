@@ -52,24 +52,9 @@ class ImportanceSampler(TableSampler):
         p = (1-\alpha)\,u + \alpha\,\hat s,\qquad
         \hat s_i = \frac{s_i^{\gamma}}{\sum_j s_j^{\gamma}},\qquad u_i = \frac1N,
 
-    where α is the **uniform-mixing α** of the course glossary (widget ``is_alpha``; not Adam's β, not
-    RMSProp's α, not label smoothing) and γ is ``power``. ``α = 0`` is uniform sampling;
-    ``α = ½`` with exact gradient norms is the paper's :math:`p^{1/2}=(p^{GN}+u)/2`; ``α = 1`` is the
-    pure scheme (the paper's :math:`p^{GN}` for ``scheme="grad_norm"``). Because
-    :math:`p_i\ge(1-\alpha)/N`, no probability is zero when α < 1 and every weight is bounded,
-    :math:`w_i\le 1/(1-\alpha)`, *without* any bias. If every score is zero, :math:`\hat s` is taken
-    to be uniform (``p = u``). With α = 1 there is no floor: every score must then be strictly
-    positive, which is checked whenever scores are written.
-
-    In your own loop (``scores`` from :mod:`dro_lab.pergrad`, or the per-sample losses)::
-
-        sampler = ImportanceSampler(len(train), batch_size=5, scheme="loss", alpha=0.5, device=device)
-        for epoch in range(epochs):
-            for idx in sampler.batches():                    # device tensors, drawn when asked for
-                w = sampler.weights(idx)                     # detached, from the p of *this* draw
-                losses = F.cross_entropy(model(train.x[idx]), train.y[idx], reduction="none")
-                opt.zero_grad(); (w * losses).mean().backward(); opt.step()
-                sampler.update(idx, losses.detach())         # the batch's fresh scores go into the table
+    with α the uniform-mixing weight and γ ``power``: ``α = 0`` is uniform sampling, ``α = ½`` with exact
+    gradient norms the paper's :math:`p^{1/2}=(p^{GN}+u)/2`. As :math:`p_i\ge(1-\alpha)/N`, every weight
+    is bounded, :math:`w_i\le 1/(1-\alpha)`, without bias (α = 1: every score must be positive).
 
     Reduce with ``(w * losses).mean()`` (``reduction="none"``): a sum multiplies the learning rate by
     ``b`` and normalising by ``w.sum()`` (self-normalised IS) is biased; the paper's Eq. 2 is the mean.
@@ -78,50 +63,37 @@ class ImportanceSampler(TableSampler):
         data_source: The training set (or its size ``N``): indices are ``0 .. N-1``.
         batch_size: ``b``, the per-process batch. Under DDP each step draws one global batch of
             ``world_size × b`` indices and this process takes its slice.
-        scheme: What the scores are: ``"uniform"`` (scores ignored, ``p = u``, ``w = 1``),
-            ``"grad_norm"`` (per-sample gradient norms: :math:`p^{GN}`, the paper's optimal scheme),
-            ``"loss"`` (per-sample losses) or ``"last_layer"`` (Katharopoulos & Fleuret's bound
-            :math:`\lVert\mathrm{softmax}(z_i)-e_{y_i}\rVert_2`, forward only). The sampler does not
-            compute scores; the name documents (and records in :meth:`state_dict`) what you feed it.
-        alpha: α ∈ [0, 1], the uniform-mixing weight above. Default ½ (the paper's :math:`p^{1/2}` with
-            gradient norms; weights ≤ 2).
-        power: γ ≥ 0 in :math:`\hat s\propto s^{\gamma}` (Katharopoulos & Fleuret's power smoothing;
-            γ = 1 is the plain scheme, γ = 0 is uniform; with exact gradient norms every γ ∈ [0, 2]
-            is at least as fast as uniform for SGD: :math:`H(p)=\sum s^{\gamma}\sum s^{2-\gamma}\le N\sum s^2`
-            by Chebyshev's sum inequality, an extension of the theorem of the paper's §3.1).
-        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}` (a notebook's slider "weight
-            exponent e"). 1 = the unbiased weights (the paper); 0 = no weights ("forgotten weights": SGD then follows
-            :math:`\sum_i p_i\nabla\ell_i`, a reweighted objective); in between: **biased**.
+        scheme: What the scores you feed it are (recorded in :meth:`state_dict`): ``"uniform"`` (ignored,
+            ``p = u``, ``w = 1``), ``"grad_norm"`` (:math:`p^{GN}`, the paper's optimal scheme), ``"loss"`` or
+            ``"last_layer"`` (Katharopoulos & Fleuret's forward-only bound).
+        alpha: α ∈ [0, 1], the uniform-mixing weight above. Default ½ (weights ≤ 2).
+        power: γ ≥ 0 in :math:`\hat s\propto s^{\gamma}` (Katharopoulos & Fleuret's power smoothing; with
+            exact gradient norms every γ ∈ [0, 2] is at least as fast as uniform, by Chebyshev's sum inequality).
+        weight_exponent: e ∈ [0, 1] in :math:`w_i = (1/(Np_i))^{e}`: 1 = the unbiased weights (the paper);
+            0 = no weights (SGD then follows :math:`\sum_i p_i\nabla\ell_i`); in between: **biased**.
         clip_weights: Opt-in, **biased**: clamp every weight to at most ``c > 0``. ``None`` (default):
             no clipping, the α-mixture already bounds the weights by :math:`1/(1-\alpha)`.
         scores_init: The initial score table: ``None`` (all ones, so the first draws are uniform),
             a number, or a tensor of ``N`` non-negative scores.
-        refresh_every: ``None``: a stale score table, written only by :meth:`update` (the batch's own
-            scores after each step) — beyond the paper. ``1``: all ``N`` scores recomputed before
-            every draw (the paper's exact :math:`p^{GN}` at :math:`\theta_t`). ``k > 1``: every ``k``
-            steps, with :meth:`update` in between. Needs ``refresh_fn``. While ``p = u``
-            (``scheme="uniform"`` or ``alpha=0``) no draw reads the scores, so none is refreshed: a
-            refresh that falls due then is made before the first draw with ``alpha > 0``.
+        refresh_every: ``None``: a stale table written by :meth:`update` (beyond the paper); ``1``: all ``N``
+            scores recomputed before every draw (the paper's); ``k > 1``: every ``k`` steps. Needs ``refresh_fn``.
         refresh_fn: ``() -> Tensor(N)``: the current scores of the whole training set, in index order.
         max_pending: How many drawn batches may wait for their :meth:`update` before the next draw
-            raises (as :class:`HardnessWeightedSampler`; DataLoader workers prefetch batches, which
-            makes ``p`` stale). Default 0. Not checked for ``scheme="uniform"`` or
-            ``refresh_every=1``, where updates do not change the next draw.
+            raises (as :class:`HardnessWeightedSampler`). Default 0.
         device: Where the table, the probabilities and the draws live: ``"auto"`` (CUDA when
             available) or the model's device.
         generator: A ``torch.Generator`` on ``device`` for every draw. ``None``: seeded from torch's
             global RNG (rank 0's seed is broadcast under DDP so all ranks draw the same global batch).
         world_size, rank: DDP layout; by default from ``torch.distributed`` when initialised.
 
-    An epoch is ``⌈N / (world_size·b)⌉`` steps of i.i.d. draws with replacement: about ``N`` draws,
-    but an example may be drawn several times or not at all (Eq. 2's :math:`i\sim p`: sampling
-    *without* replacement would make the :math:`1/(Np_i)` weights wrong).
+    An epoch is ``⌈N / (world_size·b)⌉`` steps of i.i.d. draws with replacement. :meth:`weights` uses the
+    probabilities each batch was drawn from (unbiased when the scores change between the draw and the step).
 
-    **Staleness.** :meth:`weights` always uses the probabilities the batch was actually drawn from:
-    the sampler keeps the drawn indices and their draw-time ``p_i`` for the last
-    ``max_pending + 1`` draws, so weights stay unbiased when scores change between the draw and
-    the step (DataLoader prefetching, or an :meth:`update` in between). The scores themselves may
-    be stale (computed at an earlier θ); that changes the variance, never the unbiasedness.
+    Example:
+        >>> sampler = ImportanceSampler(4, batch_size=2, scheme="loss", device="cpu")
+        >>> sampler.update(torch.arange(4), torch.tensor([1.0, 1.0, 1.0, 5.0]))  # the losses as scores
+        >>> sampler.probabilities()  # α = ½: half uniform, half ∝ the scores
+        tensor([0.1875, 0.1875, 0.1875, 0.4375], dtype=torch.float64)
     """
 
     def __init__(

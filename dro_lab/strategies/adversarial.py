@@ -1,7 +1,7 @@
 r"""Adversarial training through :func:`dro_lab.fit`: Madry's PGD-AT, DONE (Sow et al., ICLR 2024), GAIRAT and MAIL.
 
-Each is a :class:`~dro_lab.train.Strategy` whose :meth:`transform` replaces the batch by its
-adversarial examples (:func:`dro_lab.adversarial.pgd_attack`, the model in eval mode during the
+Each is a :class:`~dro_lab.Strategy` whose :meth:`transform` replaces the batch by its
+adversarial examples (:func:`dro_lab.pgd_attack`, the model in eval mode during the
 attack) and whose :meth:`reduce` weights the per-sample adversarial losses:
 
 * :class:`AdversarialTrainingStrategy` — uniform weights (Madry et al. 2018, eq. 1);
@@ -45,7 +45,7 @@ class AdversarialTrainingStrategy(Strategy):
         eps: the L∞ (or L2) radius ε ≥ 0 in input units (inputs in ``clamp``).
         alpha: attack step; default ``2.5·eps/steps`` (Madry's rule).
         steps: PGD steps K ≥ 1.
-        norm, random_start, step_rule, clamp: as in :func:`dro_lab.adversarial.pgd_attack`.
+        norm, random_start, step_rule, clamp: as in :func:`dro_lab.pgd_attack`.
     The attack runs with the model in eval mode (restored), seeded from ``fit``'s generator.
     """
 
@@ -120,22 +120,24 @@ class DONEStrategy(AdversarialTrainingStrategy):
     barrier coefficient ``barrier`` = c).
 
     Args:
-        r: the KL temperature (loss units; r → ∞ is AT, r → 0 the max loss), or ``r_schedule``: a dict
-            ``{first_epoch: r}`` (the paper: ``{1: 10, 41: 1, 51: 0.1}`` of 60 epochs); u is reset when r changes
-            (u tracks the batch mean of :math:`e^{\ell/r}`, so an old u belongs to the old r).
+        r: the KL temperature (r → ∞ is AT, r → 0 the max loss), or ``r_schedule``: ``{first_epoch: r}`` (the
+            paper: ``{1: 10, 41: 1, 51: 0.1}`` of 60 epochs; u is reset when r changes).
         eta: η of the running average :math:`u_{t+1}=(1-\eta)u_t+\eta\,\bar g_{\mathcal B}` (Algorithm 1 line 11);
             1 (the default) = the batch softmax, weights summing to one.
         eps, alpha, steps, norm, random_start, clamp: the attack's.
-    ``epoch_stats`` reports r, the effective sample size ESS/|B| = 1/(|B|Σω²) and the weights' sum.
+        inner: ``"pgd"``, ``"gd"`` or ``"adam"``; ``implicit``, ``barrier``: CID's implicit term and its c.
 
-    **η < 1 scales the step.** The weights of one batch then sum to :math:`\bar g_{\mathcal B}/u_{t+1}`, not one,
-    and ``lr`` is effectively multiplied by that sum (``done_weight_sum`` in the history). It stays near one while
-    r is large against the spread of the losses, but at a small r a few hard batches dominate u: most batches'
-    sums are then near zero, a hard batch's up to 1/η, and the epoch's mean well below one. The weights are kept
-    as eq. (10) has them, because that is the algorithm the paper analyses
-    (Theorem 1 takes :math:`\eta_t\in[\frac12,1)`) and because normalising them per batch would cancel
-    :math:`u_{t+1}` and give exactly the η = 1 weights — η would do nothing. The constructor warns instead
-    (:class:`UserWarning`); to keep AT's step-size meaning use ``eta=1``, or raise ``lr`` by the reported sum.
+    ``epoch_stats`` reports r, the effective sample size :math:`\mathrm{ESS}/|\mathcal B|=1/(|\mathcal B|\sum\omega^2)`
+    and the weights' sum. **η < 1 scales the step**: a batch's weights then sum to :math:`\bar g_{\mathcal B}/u_{t+1}`
+    (``done_weight_sum`` in the history), by which ``lr`` is multiplied; at a small r most batches' sums are near
+    zero. The weights are kept as eq. (10) has them (the algorithm the paper analyses; normalising would give the
+    η = 1 weights), and the constructor warns (:class:`UserWarning`): use ``eta=1`` to keep AT's step size.
+
+    Example:
+        >>> strategy = DONEStrategy(eps=0.1, r=1.0, clamp=None)  # inputs not in [0, 1]
+        >>> history = fit(LogisticRegression(2, 2), make_minority_blobs(100)[0], strategy=strategy, progress=False)
+        >>> 0 < history["done_ess_fraction"][-1] <= 1  # the weights' effective share of the batch
+        True
     """
 
     name = "done"
@@ -287,8 +289,11 @@ class _BurnIn(AdversarialTrainingStrategy):
 class GAIRATStrategy(_BurnIn):
     r"""GAIRAT (Zhang et al. 2021) through the engine: PGD-AT with :func:`gairat_weights` from the attack's κ.
 
-    ``lam`` = λ (official default −1); uniform weights for the first ``burn_in_epochs`` (the official code:
-    60 of 120)."""
+    Args:
+        eps: the attack's radius; ``**kw``: the other options of :class:`AdversarialTrainingStrategy`.
+        lam: λ (official default −1).
+        burn_in_epochs: uniform weights for the first epochs (the official code: 60 of 120).
+    """
 
     name = "gairat"
 
@@ -308,8 +313,14 @@ class GAIRATStrategy(_BurnIn):
 
 
 class MAILStrategy(_BurnIn):
-    r"""MAIL (margin-aware instance reweighting; the official MAIL-AT) with :func:`mail_weights` of the adversarial
-    logits; uniform for the first ``burn_in_epochs`` (the official code starts from an AT checkpoint halfway)."""
+    r"""MAIL-AT (margin-aware instance reweighting, the official code's): PGD-AT with :func:`mail_weights`.
+
+    Args:
+        eps: the attack's radius; ``**kw``: the other options of :class:`AdversarialTrainingStrategy`.
+        bias, slope: :func:`mail_weights`'s.
+        burn_in_epochs: uniform weights for the first epochs (the official code starts from an AT checkpoint
+            halfway).
+    """
 
     name = "mail"
 

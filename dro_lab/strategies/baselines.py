@@ -2,22 +2,14 @@
 
 Feoktistov et al. (2025, "Aligning Distributionally Robust Optimization with Practical Deep
 Learning Needs", §6 and App. B.1) compare ALSO with a set of baselines; this module holds them as
-:class:`dro_lab.train.Strategy` objects, so each runs through the one training loop::
+:class:`dro_lab.Strategy` objects, so each runs through the one training loop::
 
     hist = dro_lab.fit(model, train, strategy=SpectralRiskStrategy(n_draws=2.0), epochs=20)
 
-* :class:`UpsamplingStrategy` — draw example ``i`` with probability ∝ ``1/N_{y_i}``, mean loss.
-* :class:`StaticWeightsStrategy` — uniform batches, each loss weighted by the inverse class
-  frequency (:func:`class_balanced_weights`); ALSO frozen at its class-balanced prior.
-* :class:`SpectralRiskStrategy` — Mehta et al. (2023): the batch's worst case over the
-  permutahedron of a spectrum (:func:`extremile_spectrum`, :func:`spectral_risk_weights`).
-* :class:`FastDROStrategy` — Levy et al. (2020): mini-batch CVaR or χ²-ball DRO, constrained form.
-* :class:`RecoverStrategy` — the *simplified* RECOVER surrogate the ALSO experiment code runs.
-* :class:`OnlineGroupDROStrategy` — online group DRO (Sagawa et al., 2020), which the paper
-  mentions but does not run.
-
-Every reducer treats its weights as constants (detached), so the parameter gradient is the
-weighted sum of per-sample gradients (Danskin / envelope theorem).
+:class:`UpsamplingStrategy` and :class:`StaticWeightsStrategy` (inverse class frequency),
+:class:`SpectralRiskStrategy` (Mehta et al., 2023), :class:`FastDROStrategy` (Levy et al., 2020), the
+*simplified* RECOVER of the ALSO experiment code (:class:`RecoverStrategy`) and online group DRO (Sagawa et
+al., 2020: :class:`OnlineGroupDROStrategy`). Every reducer's weights are detached (Danskin).
 """
 
 from __future__ import annotations
@@ -55,7 +47,7 @@ def _training_labels(train, who: str, n: int) -> Tensor:
 
 
 class UpsamplingStrategy(Strategy):
-    r"""Upsampling (ALSO paper, App. B.1): draw ``i`` with probability ∝ ``1/N_{y_i}``, with replacement.
+    r"""Upsampling, the ALSO paper's baseline (appendix B.1): draw ``i`` ∝ ``1/N_{y_i}``, with replacement.
 
     Every class is drawn equally often on average (``WeightedRandomSampler`` with ``n`` samples per
     epoch, as the paper's code does): ``⌈n/b⌉`` batches per epoch, the last one holding the
@@ -77,7 +69,7 @@ class UpsamplingStrategy(Strategy):
 
 
 class StaticWeightsStrategy(Strategy):
-    r"""Static Weights (ALSO paper, App. B.1): uniform batches, losses weighted by inverse class frequency.
+    r"""Static Weights, the ALSO paper's baseline (appendix B.1): losses weighted by inverse class frequency.
 
     .. math:: \mathcal L = \sum_{b=1}^{M} \frac{n\,w_{i_b}}{M}\,\ell_b, \qquad
               w_i = \frac{1/N_{y_i}}{\sum_k 1/N_{y_k}}
@@ -104,9 +96,11 @@ class SpectralRiskStrategy(Strategy):
     loss :math:`\sum_b q_b\ell_b` with ``q`` = :func:`spectral_risk_weights` of the batch (detached).
 
     The spectrum is the extremile one (:func:`extremile_spectrum`, ``r = n_draws``) of the batch's
-    size (a short last batch gets its own). Defaults are the ALSO unbalanced-experiment settings:
-    KL penalty, ``shift_cost`` ν = 1, ``n_draws`` = 2. ``n_draws`` must be ≥ 1 (a smaller one makes the
-    spectrum decrease, so the easy samples weigh most).
+    size (a short last batch gets its own). Defaults are the ALSO unbalanced-experiment settings.
+
+    Args:
+        n_draws: ``r ≥ 1`` of :func:`extremile_spectrum` (a smaller one would weigh the easy samples most).
+        shift_cost, penalty: ν and the penalty of :func:`spectral_risk_weights`.
     """
 
     def __init__(self, n_draws: float = 2.0, shift_cost: float = 1.0, penalty: str = "kl"):
@@ -220,17 +214,15 @@ class OnlineGroupDROStrategy(Strategy):
     .. math:: q_g \leftarrow q_g\,e^{\eta\,\bar\ell_g}\ \text{(groups present)},\quad q\leftarrow q/\textstyle\sum q,
               \qquad \mathcal L=\sum_{g\ \text{present}} q_g\,\bar\ell_g
 
-    with the updated ``q`` held constant in the loss. Unlike ALSO's class-grouped π (its eq. 4 sums the
-    losses within a group, so a large group weighs more) this weights groups by their *mean* loss,
-    whatever their size. Mentioned, not run, in the ALSO paper.
+    with the updated ``q`` held constant in the loss: groups weigh by their *mean* loss, whatever their size
+    (ALSO's eq. 4 sums them). Mentioned, not run, in the ALSO paper.
 
     Args:
         step_size: η > 0.
         grouping: ``"class"`` (the training labels, looked up by the batch's dataset indices) or
             ``"group"`` (the dataset's group ids; the data must yield them).
 
-    ``q`` is created at the first :func:`fit` (float64, on the training device) and kept by later
-    calls with the same number of groups, so a second ``fit`` continues.
+    ``q`` is created at the first :func:`fit` and kept by later calls with as many groups (``fit`` continues).
     """
 
     def __init__(self, step_size: float = 0.01, grouping: str = "class"):

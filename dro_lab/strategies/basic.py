@@ -15,7 +15,13 @@ __all__ = ["ERM", "RobustLossStrategy", "OHEMStrategy"]
 
 
 class ERM(Strategy):
-    """Empirical risk minimisation: uniform shuffled batches, mean loss."""
+    """Empirical risk minimisation: uniform shuffled batches, mean loss.
+
+    Example:
+        >>> history = fit(LogisticRegression(2, 2), make_minority_blobs(100)[0], strategy=ERM(), progress=False)
+        >>> history.strategy, len(history)
+        ('erm', 10)
+    """
 
     name = "erm"
 
@@ -25,10 +31,12 @@ class RobustLossStrategy(Strategy):
 
     The batch is drawn uniformly and the worst case is taken over the batch (the fast-dro
     estimator; it is biased for the full-data robust loss except with ``batch_size = n``).
-    ``divergence``/``beta``/``radius``/``alpha`` as in :func:`dro_lab.worst_case_weights`.
-    With ``over="groups"`` the robust reducer runs on the batch's per-group mean losses instead,
-    around a prior over the groups: ``group_prior="uniform"`` (β → 0 is group-balanced ERM) or
-    ``"empirical"`` (each group weighted by its share of the batch, so β → 0 is plain ERM).
+
+    Args:
+        divergence, beta, radius, alpha: as in :func:`dro_lab.worst_case_weights`.
+        over: ``"samples"``, or ``"groups"``: the robust reducer runs on the batch's per-group mean losses.
+        group_prior: the prior over the groups: ``"uniform"`` (β → 0 is group-balanced ERM) or
+            ``"empirical"`` (each group weighted by its share of the batch, so β → 0 is plain ERM).
     """
 
     def __init__(
@@ -69,8 +77,10 @@ class RobustLossStrategy(Strategy):
 class OHEMStrategy(Strategy):
     """Online hard example mining (Shrivastava et al., 2016): uniform batches, back-propagate the top-k losses.
 
-    The baseline that hardness-weighted sampling generalises (Fidon et al., §3.4): the hardest
-    ``keep`` fraction of each uniformly drawn batch (at least one example) makes the loss.
+    The baseline that hardness-weighted sampling generalises (Fidon et al., §3.4).
+
+    Args:
+        keep: the fraction of each uniformly drawn batch, the hardest, that makes the loss (at least one example).
     """
 
     def __init__(self, keep: float = 0.5):

@@ -38,12 +38,15 @@ __all__ = [
 ]
 
 
+#: :class:`GroupDROStrategy`'s ``method`` -> its optimizer class.
 GROUP_DRO_METHODS = {"also": ALSO, "omp": OptimisticMirrorProx, "drago": DRAGO}
 
 
+#: :class:`GroupDROStrategy`'s ``grouping``: one weight per example, per class, or per group of the data.
 GROUPINGS = ("sample", "class", "group")
 
 
+#: The named priors π̂ of :class:`GroupDROStrategy` (a vector of c positive weights is the third kind).
 PRIORS = ("uniform", "class_balanced")
 
 
@@ -54,19 +57,23 @@ class GroupDROStrategy(Strategy):
         method: ``"also"``, ``"omp"`` (full-batch: use ``batch_size = n``) or ``"drago"``.
         grouping: ``"sample"`` (one weight per example, c = n), ``"class"`` or ``"group"`` (the
             dataset's groups, or the transformation / worker a wrapper assigns).
-        prior: π̂ (and π⁰ unless ``pi_init`` is given) — ``"uniform"``, ``"class_balanced"`` (per
-            example ∝ 1/N_{y_i} for ``"sample"``; ∝ 1/n_j per group otherwise; the paper's choice for
-            imbalanced data) or a vector of c positive weights.
+        prior: π̂ (and π⁰ unless ``pi_init`` is given): ``"uniform"``, ``"class_balanced"`` (∝ 1/N_{y_i} per
+            example, ∝ 1/n_j per group; the paper's choice for imbalanced data) or c positive weights.
         n_groups: c for ``grouping="group"`` when the dataset does not say (a wrapper sets it).
         sampling: ``"uniform"`` (shuffled batches), ``"group"`` (group uniform, then a member) or
             ``"pi"`` (group ∼ π, then a member); the optimizer applies the matching estimator.
         **options: the optimizer's (``pi_lr``, ``tau``, ``alpha``, ``mode``, ``betas``, ``eps``,
             ``pi_option``, ``loss_scale``, ``freq`` …). ``lr`` and ``weight_decay`` come from ``fit``.
 
-    The optimizer is built at the first :func:`fit` and kept by later calls on the same model, so a
-    second ``fit`` continues (π included). Under DDP (``torchrun``) ``fit`` hands :meth:`reduce` the
-    global batch's losses, so π's step uses the global group losses and global M on every rank.
-    ``pi_history`` holds π at the end of each epoch (c ≤ 10⁴).
+    The optimizer is built at the first :func:`fit` and kept by later calls on the same model, so a second
+    ``fit`` continues (π included); under DDP π steps on the global batch. ``pi_history`` holds π at the
+    end of each epoch (c ≤ 10⁴).
+
+    Example:
+        >>> strategy = GroupDROStrategy(grouping="group", pi_lr=0.1)
+        >>> history = fit(LogisticRegression(2, 2), make_minority_blobs(100)[0], strategy=strategy, progress=False)
+        >>> len(strategy.pi_history), strategy.optimizer.pi.shape  # π over the 2 groups, per epoch
+        (10, torch.Size([2]))
     """
 
     def __init__(
@@ -298,11 +305,15 @@ class _Wrapper(Strategy):
 class TransformGroupsStrategy(_Wrapper):
     r"""Groups are input transformations: each example of a batch gets transformation ``j`` and group ``j``.
 
-    ``transforms`` is a sequence of callables ``t(x, y, model, generator) -> x'`` (``x`` a batch on the
-    device; return inputs of the same shape). With an inner :class:`GroupDROStrategy` using
-    ``sampling="pi"``, ``j`` is drawn from its π (the paper's robust-training pipeline; the estimator
-    then drops π's factor); otherwise uniformly (the AdamW baseline "samples the attack uniformly").
-    Each transformation applies to every example, so n_j = n for all groups.
+    With an inner :class:`GroupDROStrategy` using ``sampling="pi"``, ``j`` is drawn from its π (the paper's
+    robust-training pipeline; the estimator then drops π's factor); otherwise uniformly (the AdamW baseline
+    "samples the attack uniformly"). Each transformation applies to every example, so n_j = n for all groups.
+
+    Args:
+        inner: the strategy that reduces the transformed batch (a :class:`GroupDROStrategy` to learn π).
+        transforms: callables ``t(x, y, model, generator) -> x'`` (``x`` a batch on the device; ``x'`` of
+            its shape).
+        names: one label per transformation.
     """
 
     def __init__(self, inner: Strategy, transforms: Sequence[Callable], names: Sequence[str] | None = None):
@@ -346,16 +357,16 @@ class TransformGroupsStrategy(_Wrapper):
 class CompressedWorkersStrategy(_Wrapper):
     r"""Groups are workers; each sends only its block of a shared random permutation of the gradient (Perm-K).
 
-    Every step a fresh permutation of the d parameter coordinates is split into blocks :math:`B_j` of
-    sizes ∝ the worker weights — π of an inner :class:`GroupDROStrategy` (the paper's personalised
-    Perm-K, §6.4), uniform otherwise (plain Perm-K of Szlendak et al.). Worker ``j`` computes
-    :math:`x_j = \frac cM\sum_{b\in j}\nabla\ell_b` on its share of the batch and the server receives
-    :math:`\sum_j \mathbf 1_{B_j}\odot x_j`, unbiased (over the permutation) for :math:`\sum_j w_jx_j` — the
-    π-weighted ALSO gradient, or the mean-loss gradient with uniform weights. Every worker together
-    sends d numbers per step whatever the weights: :attr:`floats_sent` counts them.
-    The workers are the dataset's groups (``(x, y, index, group)`` items); one backward per worker.
-    Simulated workers in one process: not for :func:`dro_lab.fit` under DDP (its ``autograd.grad``
-    bypasses DDP's gradient reducer), which refuses it.
+    Every step a fresh permutation of the d parameter coordinates is split into blocks :math:`B_j` of sizes
+    ∝ the worker weights (π of an inner :class:`GroupDROStrategy`: the paper's personalised Perm-K, §6.4;
+    else uniform). Worker ``j`` computes :math:`x_j = \frac cM\sum_{b\in j}\nabla\ell_b` on its share of the
+    batch and the server receives :math:`\sum_j \mathbf 1_{B_j}\odot x_j`, unbiased for :math:`\sum_j w_jx_j`;
+    d numbers per step in all (:attr:`floats_sent`). Simulated workers (the dataset's groups) in one
+    process: :func:`dro_lab.fit` under DDP refuses it.
+
+    Args:
+        inner: the strategy whose weights the workers follow (a :class:`GroupDROStrategy`, or any other).
+        n_workers: c, the number of workers (the dataset's groups).
     """
 
     @property

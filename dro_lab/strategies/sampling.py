@@ -80,10 +80,8 @@ class _SamplerStrategy(Strategy):
 class HardnessWeightedStrategy(_SamplerStrategy):
     r"""SGD with hardness-weighted sampling (Fidon et al., Algorithm 1) through the engine.
 
-    Batches come from a :class:`dro_lab.HardnessWeightedSampler` (warm-start epoch, then ``b``
-    indices i.i.d. from ``q = worst_case_weights(history, divergence, beta)``, ⌊n/b⌋+1 iterations
-    per epoch); the loss is the plain batch mean (the sampling does the weighting) and the
-    batch's losses go back into the history after the step.
+    Batches come from a :class:`dro_lab.HardnessWeightedSampler`; the loss is the plain batch mean (the
+    sampling does the weighting) and the batch's losses go back into the history after the step.
 
     Args:
         beta, divergence: as in the sampler (KL by default, the paper's).
@@ -93,10 +91,14 @@ class HardnessWeightedStrategy(_SamplerStrategy):
         warm_start, prob_floor, importance_weights, history_momentum: the sampler's options
             (all but ``warm_start`` beyond the paper; off by default).
 
-    The sampler is created at the first :func:`fit` and kept by later calls on the same data, so
-    a second ``fit`` continues training (no second warm start). Its generator is seeded from
-    ``fit``'s seed, so the warm-start epoch is the same permutation ERM's first epoch uses: with
-    the same initial model, ERM and HWS share epoch 1 (the paper's RNG separation).
+    The sampler is created at the first :func:`fit` and kept by later calls on the same data (no second
+    warm start). Seeded from ``fit``'s seed, its warm-start epoch is ERM's first epoch.
+
+    Example:
+        >>> strategy = HardnessWeightedStrategy(beta=1.0)
+        >>> history = fit(LogisticRegression(2, 2), make_minority_blobs(100)[0], strategy=strategy, progress=False)
+        >>> strategy.sampler.phase  # after the warm-start epoch: batches drawn from q
+        'dro'
     """
 
     def __init__(
@@ -160,11 +162,11 @@ class HardnessWeightedStrategy(_SamplerStrategy):
 
 
 class ImportanceSamplingStrategy(_SamplerStrategy):
-    r"""Importance-sampled SGD (Lahire 2023, eq. 2) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
+    r"""Importance-sampled SGD (Lahire 2023) through the engine: draw from ``p``, weight by ``1/(N p_i)``.
 
     Batches come from a :class:`dro_lab.ImportanceSampler`; the loss is the weighted mean
     :math:`\frac1b\sum_k w_{i_k}\ell_{i_k}` with the weights of the draw, an unbiased estimate of the
-    ERM gradient (``weight_exponent=1``, no clipping).
+    ERM gradient (``weight_exponent=1``, no clipping; the paper's eq. 2).
 
     Where the scores come from (``scheme``):
 
@@ -174,21 +176,17 @@ class ImportanceSamplingStrategy(_SamplerStrategy):
       (:func:`dro_lab.logit_grad_norms`; for cross-entropy);
     * ``"uniform"`` — none.
 
-    With ``refresh_every=1`` (the default, the paper's set-up) all ``N`` scores are recomputed at the
-    current parameters before every draw — affordable on the paper's 100 images, O(N) per step in
-    general. ``None`` keeps a stale table that each batch's scores update after the step (its scores at
-    the parameters after the step); ``refresh_every=k`` does the same and also rescores all ``N`` before
-    every ``k``-th draw. ``alpha``, ``power``, ``weight_exponent`` and ``clip_weights`` are the sampler's
-    (``clip_weights`` biases the estimator; it is off by default).
+    Args:
+        scheme: ``"grad_norm"``, ``"loss"``, ``"last_layer"`` or ``"uniform"`` (above).
+        alpha, power, weight_exponent, clip_weights: the sampler's (``clip_weights`` biases the estimator).
+        refresh_every: ``1`` (the default, the paper's set-up): all ``N`` scores recomputed before every
+            draw, O(N) per step; ``None``: a stale table that each batch's scores update after the step;
+            ``k``: that, and all ``N`` rescored before every ``k``-th draw.
+        score_batch_size: the batch of the rescoring passes.
 
-    **Uniform p** (``scheme="uniform"`` or ``alpha=0``, :attr:`uniform`): :math:`p = u` makes every
-    weight :math:`1/(N u_i) = 1`, so the run is plain SGD and nothing is scored — no table, no
-    refresh, no extra forward pass. The batches are ERM's (a shuffled epoch from ``fit``'s
-    generator, the last batch short), so with the same seed and initial model the run is
-    :class:`dro_lab.ERM`'s, step for step: the fair baseline of the paper's Table 1. A shuffled epoch
-    draws without replacement, which is unbiased for :math:`p = u` (each batch is a uniformly random
-    subset); the with-replacement uniform draws of Eq. 2 are :class:`dro_lab.ImportanceSampler`'s
-    ``scheme="uniform"``.
+    **Uniform p** (``scheme="uniform"`` or ``alpha=0``, :attr:`uniform`): every weight is 1 and nothing is
+    scored; the batches are ERM's (a shuffled epoch from ``fit``'s generator), so with the same seed and
+    initial model the run is :class:`dro_lab.ERM`'s, step for step: the fair baseline of the paper's Table 1.
     """
 
     sampler_cls = ImportanceSampler

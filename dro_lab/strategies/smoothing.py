@@ -12,20 +12,10 @@ with label-smoothed cross-entropy in both the inner maximisation and the outer m
   batch, then one on the original batch, both with the LS loss (our minibatch reading of Algorithm 1,
   which prints its two θ-updates outside the loop over samples).
 
-Conventions (where the paper is silent, or differs from PyTorch, or prints a typo):
-
-* LS puts :math:`1-\alpha` on the true class and :math:`\alpha/(k-1)` on each other class (the
-  paper's eq. 3), so α ∈ [0, (k−1)/k]. PyTorch's ``label_smoothing=ε`` puts :math:`1-\varepsilon+\varepsilon/k`
-  on the true class: the two agree for :math:`\varepsilon=\alpha k/(k-1)` (:func:`torch_label_smoothing`).
-* The LS loss is :math:`-\sum_j \bar y_j\log p_j` (eq. 5's double sum is a typo).
-* The ascent objective is the per-sample *sum* over the batch (η does not scale with the batch size)
-  and the transport cost is ½‖·‖² summed over the features (not an MSE).
-* The ascent uses autograd, so it is a true ascent (the printed eq. 16 has the wrong sign).
-* η is a raw-gradient step on the inputs' scale. The paper's η ∈ [1.5, 3.0] (§4.2) was tuned for
-  ImageNet-pretrained ResNets; on 8×8 / 28×28 images in [0, 1] and networks trained from scratch it
-  moves images by 30–40 % of their norm and changes their class, so the default here is η = 0.02
-  (:func:`gils_shift` says why; :func:`dro_lab.attacks.gils_shift_report` measures a setting).
-* T = 0 is plain label smoothing (one LS step on the drawn batch), the method's special case.
+Conventions: LS as in :mod:`dro_lab.losses` (the paper's eq. 3, α ∈ [0, (k−1)/k]); the ascent objective
+is the per-sample *sum* over the batch and the transport cost ½‖·‖² summed over the features; the ascent
+uses autograd, so it is a true ascent (the printed eq. 16 has the wrong sign); η is a raw-gradient step on
+the inputs' scale, 0.02 by default (:func:`gils_shift` says why); T = 0 is plain label smoothing.
 
 The baselines of the paper's Tables 5–6 run through the same engine: :class:`LabelSmoothingStrategy`
 (GI-LS with T = 0), :class:`MixupStrategy`, :class:`CutMixStrategy`, :class:`CutoutStrategy` and
@@ -98,10 +88,9 @@ class _MeanStats:
 class GILSStrategy(_MeanStats, Strategy):
     r"""GI-LS through :func:`dro_lab.fit` (Algorithm 1): regenerate the batch by :func:`gils_shift`, train with LS.
 
-    :meth:`transform` shifts the drawn batch (from the real data at every step: regenerate, don't
-    accumulate; Algorithm 1 restarts from :math:`X_i` at every outer iteration) and returns its LS
-    targets :func:`smoothed_targets`, so ``fit``'s default per-sample cross-entropy (which accepts
-    probability targets) *is* the LS loss. A custom ``loss_fn`` must accept ``(b, k)`` soft targets.
+    :meth:`transform` shifts the drawn batch (from the real data at every step, as Algorithm 1 restarts from
+    :math:`X_i`) and returns its LS targets, so ``fit``'s default cross-entropy *is* the LS loss (a custom
+    ``loss_fn`` must accept ``(b, k)`` soft targets).
     ``outer`` picks the outer update:
 
     * ``"sequential"`` (the paper's, the default): two SGD steps per drawn batch, the generated batch
@@ -109,21 +98,22 @@ class GILSStrategy(_MeanStats, Strategy):
     * ``"joint"``: one step on the concatenation (half the updates; a variant);
     * ``"generated"``: one step on the generated batch only (Sinha/Volpi's inner-outer form).
 
-    ``steps=0`` means no shift: whatever ``outer``, each drawn batch gives one LS step on itself, exactly
-    :class:`LabelSmoothingStrategy`, so a search over T that reaches 0 contains plain LS (Algorithm 1 read
-    literally would take its two steps on the same batch, LS at twice the steps). Per epoch, the
-    history records ``gils_transport_cost`` (the mean realised ½‖f(x^T) − f(x)‖²), ``gils_input_shift``
-    (the mean ‖x^T − x‖₂) and ``gils_relative_shift`` (the mean ‖x^T − x‖₂ / ‖x‖₂, norms over each
-    example's non-batch dimensions; an all-zero image counts its absolute shift).
+    ``steps=0`` means no shift: whatever ``outer``, one LS step per drawn batch, exactly
+    :class:`LabelSmoothingStrategy`. Per epoch, the history records ``gils_transport_cost`` (the mean
+    realised ½‖f(x^T) − f(x)‖²), ``gils_input_shift`` (the mean ‖x^T − x‖₂) and ``gils_relative_shift``
+    (the mean ‖x^T − x‖₂ / ‖x‖₂ per example; an all-zero image counts its absolute shift).
 
     Args:
         alpha, gamma, eta, steps, clamp: as in :func:`gils_shift`. Defaults: the paper's γ = 1e-3, α = 0.3
-            and T = 10 (about the medians of its Table 3), and η = 0.02 for inputs in [0, 1], not the paper's 1.5–3
-            (§4.2, ImageNet-pretrained ResNets). On the GI-LS digits with the magnetic-tile counts
-            (DigitsCNN from scratch, 20 epochs, 3 paired seeds, balanced accuracy) η = 0.02 moved the
-            training images by under 1 % of their norm and kept all shifted defect images' labels under a
-            cross-entropy model, 92.4 % against CE's 88.3 %; η = 2 moved them by 30–40 % and scored 67 % (T = 5).
+            and T = 10 (about the medians of its Table 3), and η = 0.02 for inputs in [0, 1], not the paper's
+            1.5–3 (§4.2, ImageNet-pretrained ResNets), which moves small images by 30–40 % of their norm.
         outer: ``"sequential"``, ``"joint"`` or ``"generated"``.
+
+    Example:
+        >>> strategy = GILSStrategy(steps=2, clamp=None)  # inputs not in [0, 1]
+        >>> history = fit(LogisticRegression(2, 2), make_minority_blobs(100)[0], strategy=strategy, progress=False)
+        >>> history["gils_relative_shift"][-1] > 0  # the generated inputs moved
+        True
     """
 
     def __init__(
@@ -181,7 +171,11 @@ class GILSStrategy(_MeanStats, Strategy):
 
 
 class LabelSmoothingStrategy(Strategy):
-    """Plain label smoothing with the paper's convention (GI-LS with T = 0): LS targets, one step per batch."""
+    """Plain label smoothing with the paper's convention (GI-LS with T = 0): LS targets, one step per batch.
+
+    Args:
+        alpha: the paper's α, in [0, (k−1)/k].
+    """
 
     def __init__(self, alpha: float = 0.1):
         self.alpha = check_ls_alpha(alpha)
@@ -213,7 +207,11 @@ class _MixStrategy(_MeanStats, Strategy):
 
 
 class MixupStrategy(_MixStrategy):
-    """Mixup through :func:`dro_lab.fit` (:func:`mixup_batch`): mixed inputs and soft targets; records the mean λ."""
+    """Mixup through :func:`dro_lab.fit` (:func:`mixup_batch`): mixed inputs and soft targets; records the mean λ.
+
+    Args:
+        beta_param: a > 0 of λ ∼ Beta(a, a).
+    """
 
     kind = "mixup"
 
@@ -222,7 +220,11 @@ class MixupStrategy(_MixStrategy):
 
 
 class CutMixStrategy(_MixStrategy):
-    """CutMix through :func:`dro_lab.fit` (:func:`cutmix_batch`): a pasted box, labels mixed by area."""
+    """CutMix through :func:`dro_lab.fit` (:func:`cutmix_batch`): a pasted box, labels mixed by area.
+
+    Args:
+        beta_param: a > 0 of λ ∼ Beta(a, a).
+    """
 
     kind = "cutmix"
 
@@ -233,7 +235,8 @@ class CutMixStrategy(_MixStrategy):
 class CutoutStrategy(Strategy):
     """Cutout through :func:`dro_lab.fit` (:func:`cutout_batch`): one zeroed square per image, labels unchanged.
 
-    ``size`` defaults to half the image side (DeVries & Taylor's 16 px on 32 px CIFAR; 4 px on 8 px digits).
+    Args:
+        size: the square's side in pixels (default half the image side: DeVries & Taylor's 16 px on 32 px CIFAR).
     """
 
     def __init__(self, size: int | None = None):
@@ -254,9 +257,14 @@ class AttackAugmentStrategy(Strategy):
     on the original batch (as GI-LS's outer update), with the clean test set for evaluation. Attacks
     (dro_lab's own, the model in eval mode): ``"fgsm"`` (:func:`dro_lab.fgsm_attack`), ``"pgd"`` (L∞)
     and ``"pgd-l2"`` (:func:`dro_lab.pgd_attack`, sign / normalised steps, random start drawn from the
-    strategy's generator). The paper (§4.3) states only ε ("8/225", read as the usual 8/255); the step
-    ``alpha`` defaults to ε/4 (torchattacks' PGD: 2/255 for ε = 8/255) and ``steps`` to 10.
-    ``label_smoothing`` (the paper's α) optionally trains both steps on LS targets.
+    strategy's generator).
+
+    Args:
+        attack: ``"fgsm"``, ``"pgd"`` or ``"pgd-l2"``.
+        eps: ε (the paper, §4.3, states only "8/225", read as the usual 8/255).
+        alpha, steps: the PGD step (default ε/4, torchattacks' 2/255 for ε = 8/255) and steps.
+        random_start, clamp: as in :func:`dro_lab.pgd_attack`.
+        label_smoothing: the paper's α: both steps train on LS targets.
     """
 
     def __init__(
