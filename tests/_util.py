@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import torch
 
@@ -13,3 +14,11 @@ def through_bytes(state: dict) -> dict:
     torch.save(state, buf)
     buf.seek(0)
     return torch.load(buf, weights_only=False)
+
+
+#: A line that writes a file in place (not through a temporary file renamed into place): the library's and the
+#: course's tests of their atomic writes look for it.
+IN_PLACE = re.compile(
+    r"\.write_text\(|\.write_bytes\(|\bopen\([^)]*[\"'][wax]b?\+?[\"']|torch\.save\(|json\.dump\(|nbformat\.write\("
+    r"|\.write_html\(|savefig\(|np\.save"
+)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
+from _util import IN_PLACE  # tests/_util.py: what writes a file in place
 
 import dro_lab
-from dro_course._files import write_text_atomic
 from dro_lab import _files
 from dro_lab._files import RecordError, atomic_write, atomic_write_bytes, atomic_write_text, read_json_record
 
@@ -58,18 +57,6 @@ def test_a_failure_at_the_sync_or_the_rename_leaves_the_old_file_intact(tmp_path
         atomic_write_text(path, "new")
     monkeypatch.undo()
     assert path.read_text() == "old" and _left(tmp_path) == ["record.json"]
-
-
-def test_the_course_writer_is_the_same_atomic_write(tmp_path, monkeypatch):
-    path = tmp_path / "summary.md"
-    path.write_text("old")
-    monkeypatch.setattr(_files.os, "replace", lambda *a: (_ for _ in ()).throw(Killed("killed before the rename")))
-    with pytest.raises(Killed):
-        write_text_atomic(path, "new")
-    monkeypatch.undo()
-    assert path.read_text() == "old" and _left(tmp_path) == ["summary.md"]
-    write_text_atomic(path, "new")
-    assert path.read_text() == "new"
 
 
 def test_a_folder_or_a_missing_folder_is_refused_before_anything_is_written(tmp_path):
@@ -126,17 +113,9 @@ def test_a_good_record_reads_back(tmp_path):
 
 
 # --------------------------------------------------------------------------- no other way to write a file
-IN_PLACE = re.compile(
-    r"\.write_text\(|\.write_bytes\(|\bopen\([^)]*[\"'][wax]b?\+?[\"']|torch\.save\(|json\.dump\(|nbformat\.write\("
-    r"|\.write_html\(|savefig\(|np\.save"
-)
 #: (file, a piece of the line) → why that write may stay as it is.
 ALLOWED = {
     ("engine/checkpoint.py", "atomic_write(path, lambda handle: torch.save"): "torch.save into atomic_write's file",
-    ("course/execute.py", '.log", "w"'): "a running lesson's log, streamed as it runs (a partial log is the point)",
-    ("course/site/build.py", 'open(log, "w"'): "sphinx's log, streamed as it builds",
-    ("course/dask_executor.py", 'notebook.write_bytes(job["notebook"])'): "into a worker's fresh scratch folder",
-    ("course/dask_executor.py", '.write_bytes(job["syllabus"])'): "into a worker's fresh scratch folder",
 }
 
 
