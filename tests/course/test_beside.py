@@ -104,3 +104,44 @@ def test_train_arm_is_one_run_of_the_runner():
         train_arm("importance", "SGD u", splits, config, beta=3.0)
     with pytest.raises(TypeError, match="Splits"):
         train_arm("importance", "SGD u", {"train": 1}, config)
+
+
+def test_each_paper_lesson_maps_to_its_reference():
+    """Which lesson shows which reference run is the course's mapping; the library knows them by name only."""
+    from dro_course.beside import REFERENCE_FOR_LESSON
+    from dro_course.syllabus import load_syllabus
+    from dro_lab.experiments import REFERENCES
+
+    assert sorted(REFERENCE_FOR_LESSON.values()) == sorted(REFERENCES)
+    lessons = list(REFERENCE_FOR_LESSON)
+    assert len(set(lessons)) == 5 and all(lesson[:2] in {"02", "03", "04", "05", "06"} for lesson in lessons)
+    assert set(lessons) <= set(load_syllabus(check_notebooks=False).ids)
+    hws = load_reference(REFERENCE_FOR_LESSON["02_hardness_weighted_sampling"])
+    assert hws.to_dict() == load_reference("hws").to_dict()
+
+
+def test_the_reference_is_drawn_beside_a_live_run():
+    from dro_course.figures import reference_beside_live_figure
+
+    reference = load_reference("hws").result()
+    live = dataclasses.replace(reference, seeds=[0], runs=[r for r in reference.runs if r["seed"] == 0], preset="smoke")
+    fig = reference_beside_live_figure(reference, live, "minority_accuracy")
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == [
+        "Reference run: fashion-mnist, 5 seeds, full preset",
+        "Your run: fashion-mnist, 1 seed, smoke preset",
+    ]
+    lines = [t for t in fig.data if t.mode == "lines" and t.fill != "toself"]
+    assert len(lines) == 2 * len(reference.methods)
+    left = {t.name: t for t in lines if t.xaxis == "x"}
+    right = {t.name: t for t in lines if t.xaxis == "x2"}
+    for m in reference.methods:  # the left panel is the mean over the five seeds, the right one seed 0's curve
+        expected = [
+            100 * np.mean([r["curves"]["minority_accuracy"][e] for r in reference.runs if r["method"] == m])
+            for e in range(15)
+        ]
+        np.testing.assert_allclose(left[m].y, expected)
+        seed0 = next(r for r in reference.runs if r["method"] == m and r["seed"] == 0)
+        np.testing.assert_allclose(right[m].y, 100 * np.array(seed0["curves"]["minority_accuracy"]))
+        assert left[m].line.color == right[m].line.color and right[m].showlegend is False
+    assert len({t.line.color for t in left.values()}) == len(reference.methods)

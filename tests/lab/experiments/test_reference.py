@@ -12,7 +12,6 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
-import numpy as np
 import pytest
 
 from dro_lab.cli import build_parser, main
@@ -36,17 +35,9 @@ def _shipped(name: str) -> dict:
     return json.loads(DATA.joinpath(f"{name}.json").read_text(encoding="utf-8"))
 
 
-def test_one_reference_per_paper_lesson():
-    """The library knows each reference by its experiment's name; which lesson shows it is the course's mapping."""
-    from dro_course.beside import REFERENCE_FOR_LESSON
-    from dro_course.syllabus import load_syllabus
-
+def test_one_reference_per_paper():
+    """The library knows each reference by its experiment's name (which lesson shows it is the course's mapping)."""
     assert sorted(REFERENCES) == sorted(EXPERIMENTS)
-    assert sorted(REFERENCE_FOR_LESSON.values()) == sorted(REFERENCES)
-    lessons = list(REFERENCE_FOR_LESSON)
-    assert len(set(lessons)) == 5 and all(lesson[:2] in {"02", "03", "04", "05", "06"} for lesson in lessons)
-    syllabus = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False)
-    assert set(lessons) <= set(syllabus.ids)
     assert all(not hasattr(plan, "lesson") for plan in REFERENCES.values())
 
 
@@ -110,17 +101,14 @@ def test_every_claim_is_judged_from_five_paired_seeds(name):
 
 
 def test_a_reference_is_found_by_its_name_only_and_prints_its_provenance():
-    """A lesson's id is the course's to map (dro_course.beside.REFERENCE_FOR_LESSON), not a name the library knows;
-    the shipped files keep the "lesson" key of earlier versions, which loading ignores and saving leaves out."""
-    from dro_course.beside import REFERENCE_FOR_LESSON
-
+    """A lesson's id is not a name the library knows; the shipped files keep the "lesson" key of earlier versions,
+    which loading ignores and saving leaves out."""
     assert "lesson" in _shipped("hws")
-    by_lesson = load_reference(REFERENCE_FOR_LESSON["02_hardness_weighted_sampling"])
-    assert by_lesson.to_dict() == load_reference("hws").to_dict()
-    assert set(by_lesson.to_dict()) == {"schema", "name", "parts"}
+    reference = load_reference("hws")
+    assert set(reference.to_dict()) == {"schema", "name", "parts"}
     with pytest.raises(ValueError, match=r"^no reference '02_hardness_weighted_sampling'; references: hws, importance"):
         load_reference("02_hardness_weighted_sampling")
-    text = by_lesson.markdown()
+    text = reference.markdown()
     assert REFERENCES["hws"].commands()[0] in text and "5 paired seeds" in text and "fashion-mnist" in text
 
 
@@ -210,30 +198,3 @@ def test_list_prints_every_command(capsys):
     assert main(["reference", "--list"]) == 0
     out = capsys.readouterr().out
     assert all(c in out for plan in REFERENCES.values() for c in plan.commands())
-
-
-def test_the_reference_is_drawn_beside_a_live_run():
-    from dro_course.figures import reference_beside_live_figure
-
-    reference = load_reference("hws").result()
-    live = dataclasses.replace(reference, seeds=[0], runs=[r for r in reference.runs if r["seed"] == 0], preset="smoke")
-    fig = reference_beside_live_figure(reference, live, "minority_accuracy")
-    titles = [a.text for a in fig.layout.annotations]
-    assert titles == [
-        "Reference run: fashion-mnist, 5 seeds, full preset",
-        "Your run: fashion-mnist, 1 seed, smoke preset",
-    ]
-    lines = [t for t in fig.data if t.mode == "lines" and t.fill != "toself"]
-    assert len(lines) == 2 * len(reference.methods)
-    left = {t.name: t for t in lines if t.xaxis == "x"}
-    right = {t.name: t for t in lines if t.xaxis == "x2"}
-    for m in reference.methods:  # the left panel is the mean over the five seeds, the right one seed 0's curve
-        expected = [
-            100 * np.mean([r["curves"]["minority_accuracy"][e] for r in reference.runs if r["method"] == m])
-            for e in range(15)
-        ]
-        np.testing.assert_allclose(left[m].y, expected)
-        seed0 = next(r for r in reference.runs if r["method"] == m and r["seed"] == 0)
-        np.testing.assert_allclose(right[m].y, 100 * np.array(seed0["curves"]["minority_accuracy"]))
-        assert left[m].line.color == right[m].line.color and right[m].showlegend is False
-    assert len({t.line.color for t in left.values()}) == len(reference.methods)
