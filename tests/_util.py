@@ -22,3 +22,18 @@ IN_PLACE = re.compile(
     r"\.write_text\(|\.write_bytes\(|\bopen\([^)]*[\"'][wax]b?\+?[\"']|torch\.save\(|json\.dump\(|nbformat\.write\("
     r"|\.write_html\(|savefig\(|np\.save"
 )
+
+
+def fake_comparison_rows(rng, methods=("ERM", "A", "B"), seeds=(0, 1, 2)):
+    """Rows as ``run_comparison`` returns them, with random accuracies and costs (for summaries and figures)."""
+    return [
+        {
+            "method": m,
+            "seed": s,
+            "avg_acc": rng.random(),
+            "worst_group_acc": rng.random(),
+            "seconds_per_epoch": 0.01 + rng.random(),
+        }
+        for s in seeds
+        for m in methods
+    ]
