@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``dro-lab`` (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
         prog="dro-lab",
-        description="dro_lab: a course and a PyTorch library on distributionally robust optimisation.",
+        description="dro_lab: the papers' experiments, their reference runs, speed measurements.",
     )
     parser.add_argument("--version", action="version", version=f"dro-lab {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import torch
 
@@ -37,3 +38,16 @@ def fake_comparison_rows(rng, methods=("ERM", "A", "B"), seeds=(0, 1, 2)):
         for s in seeds
         for m in methods
     ]
+
+
+def library_modules() -> list[str]:
+    """Every module of dro_lab, found by walking its folder (``__main__`` modules run a command: left out)."""
+    import dro_lab
+
+    library = Path(dro_lab.__file__).resolve().parent
+    names = []
+    for path in sorted(library.rglob("*.py")):
+        parts = path.relative_to(library).with_suffix("").parts
+        if parts[-1] != "__main__":
+            names.append(".".join(("dro_lab", *parts)).removesuffix(".__init__"))
+    return names

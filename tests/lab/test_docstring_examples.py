@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _util import library_modules  # tests/_util.py
 
 import dro_lab
 
@@ -38,21 +39,11 @@ WITH_EXAMPLES = (
 )  # fmt: skip
 
 
-def _modules() -> list[str]:
-    """Every module of dro_lab, found by walking its folder (``__main__`` modules run a command: left out)."""
-    names = []
-    for path in sorted(LIBRARY.rglob("*.py")):
-        parts = path.relative_to(LIBRARY).with_suffix("").parts
-        if parts[-1] != "__main__":
-            names.append(".".join(("dro_lab", *parts)).removesuffix(".__init__"))
-    return names
-
-
 def _examples() -> dict[str, doctest.DocTest]:
     """Docstring name -> its examples, each docstring once (a package re-exports what its modules define)."""
     finder = doctest.DocTestFinder(exclude_empty=True)
     found: dict[str, doctest.DocTest] = {}
-    for name in _modules():
+    for name in library_modules():
         for test in finder.find(importlib.import_module(name), name):
             if test.examples:
                 found.setdefault(test.name, test)

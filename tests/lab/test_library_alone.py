@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _util import library_modules  # tests/_util.py
 
 import dro_lab
 
@@ -28,20 +29,11 @@ NOT_LOADED = (
 MOVED = json.loads((LIBRARY / "_moved.json").read_text(encoding="utf-8"))
 
 
-def _modules() -> list[str]:
-    names = []
-    for path in sorted(LIBRARY.rglob("*.py")):
-        parts = path.relative_to(LIBRARY).with_suffix("").parts
-        if parts[-1] != "__main__":
-            names.append(".".join(("dro_lab", *parts)).removesuffix(".__init__"))
-    return names
-
-
 @pytest.mark.slow
 def test_every_module_imports_without_the_course_or_the_notebook_stack():
     code = (
         "import importlib, sys, dro_lab\n"
-        f"for name in {_modules()!r}:\n"
+        f"for name in {library_modules()!r}:\n"
         "    importlib.import_module(name)\n"
         "[getattr(dro_lab, n) for n in dro_lab.__all__]\n"
         f"print(' '.join(sorted({{k.split('.')[0] for k in sys.modules}} & {set(NOT_LOADED)!r})))\n"
