@@ -15,7 +15,6 @@ import dataclasses
 import doctest
 import importlib
 import inspect
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,7 +22,6 @@ from _util import library_modules  # tests/_util.py
 
 import dro_lab
 
-LIBRARY = Path(dro_lab.__file__).resolve().parent
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 #: What every example may take as imported (a module's own names come first).
 IMPORTED = {"torch": torch, "F": torch.nn.functional, **{n: getattr(dro_lab, n) for n in dro_lab.__all__}}
