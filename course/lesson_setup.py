@@ -187,7 +187,7 @@ def setup_lesson(
         lesson_id: the lesson's id in the syllabus (or a unique prefix).
         namespace: the lesson's variables, at least its declared parameters; updated in place.
         choices: allowed values known only when the lesson runs (a registry such as
-            ``dro_lab.comparison.METHODS``), parameter -> values; they add ``choices`` to that
+            ``dro_course.lessons.comparison.METHODS``), parameter -> values; they add ``choices`` to that
             parameter's check.
         syllabus: a :class:`Syllabus` or a path to one; default: :func:`find_syllabus`.
 

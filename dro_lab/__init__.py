@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._moved import install_finder
+from ._moved import install_finder, moved_attribute
 
 __version__ = "0.2.0"
 install_finder()  # an import of a path that moved to the course package fails with one line naming its new home
@@ -119,17 +119,9 @@ _EXPORTS = {
     "CutMixStrategy": "strategies.smoothing",
     "CutoutStrategy": "strategies.smoothing",
     "AttackAugmentStrategy": "strategies.smoothing",
-    # experiments: the comparison, tuning (experiments/)
+    # experiments: tuning (experiments/)
     "GILS_SEARCH_SPACE": "experiments.tuning",
     "tune": "experiments.tuning",
-    "METHODS": "experiments.comparison",
-    "MethodSpec": "experiments.comparison",
-    "available_methods": "experiments.comparison",
-    "make_benchmark": "experiments.comparison",
-    "run_comparison": "experiments.comparison",
-    "summarise": "experiments.comparison",
-    "pareto_front": "experiments.comparison",
-    "paired_differences": "experiments.comparison",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -137,8 +129,8 @@ __all__ = ["__version__", *_EXPORTS]
 
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dro_lab' has no attribute {name!r}")
+    if module is None:  # a name that moved to the course package fails with its new home
+        return moved_attribute(__name__, name)
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # cache: later look-ups skip this function
     return value

@@ -82,6 +82,13 @@ def _add_experiment(commands: Any) -> None:
         help="change a preset setting, e.g. --set epochs=5 (Python literals; repeatable)",
     )
     experiment.add_argument("--no-progress", action="store_true", help="no progress bar")
+    experiment.add_argument("--jobs", type=int, default=1, help="training runs at once, one process each (default: 1)")
+    experiment.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per run, deterministic algorithms on (default: torch's)",
+    )
     experiment.add_argument(
         "--restart",
         action="store_true",
@@ -112,7 +119,7 @@ def _add_reference(commands: Any) -> None:
     reference.add_argument("--runs", default=os.path.join("build", "reference"), help="run folders (build/reference)")
     reference.add_argument("--ship", action="store_true", help="write the package's file, not RUNS/NAME.json")
     reference.add_argument("--preset", default=None, help="another preset than full (a smoke regeneration)")
-    reference.add_argument("--seeds", default=None, help="other seeds than 0-4")
+    reference.add_argument("--seeds", default=None, help="other seeds than the plan's (a smoke regeneration)")
     reference.add_argument("--device", default="auto", help="auto, cpu, cuda ... (default: auto)")
     reference.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -171,6 +178,8 @@ def _experiment(args) -> int:
         device=args.device,
         progress=not args.no_progress,
         restart=args.restart,
+        jobs=args.jobs,
+        threads=args.threads,
         **overrides,
     )
     print(result.markdown())

@@ -4,9 +4,10 @@
 ``c(label, call, expected exception, regex, pending=None)``: ``call`` is a zero-argument callable that
 passes the public name ONE bad argument and otherwise valid ones; the message must match ``regex``,
 which names the argument. ``NO_INPUT`` lists, with a reason, the public names that take no user
-input worth validating. ``VIZ_BAD_INPUTS`` / ``VIZ_NO_INPUT`` do the same for ``dro_course.figures.__all__``
-and ``dro_course.panels.__all__``. ``test_every_public_name_is_covered`` (and its viz / widgets twin)
-fails when a new public name is in neither table: add its bad inputs here.
+input worth validating. ``VIZ_BAD_INPUTS`` / ``VIZ_NO_INPUT`` do the same for ``dro_course.figures.__all__``,
+``dro_course.panels.__all__``, the lessons' own figures and panels, and lesson 07's study.
+``test_every_public_name_is_covered`` (and its viz / widgets twin) fails when a new public name is in neither table:
+add its bad inputs here.
 
 A case with ``pending="<module>: <what>"`` is a strict xfail: validation still to add in a module
 someone else was editing when the table was written. Once the module validates, the case passes,
@@ -1027,62 +1028,6 @@ BAD_INPUTS: dict[str, list] = {
     "count_parameters": [
         c("type:model=str", lambda: D.count_parameters("net"), T, r"model"),
     ],
-    # ---------------------------------------------------------------- comparison.py
-    "available_methods": [
-        c("type:smoke_only='yes'", lambda: D.available_methods(smoke_only="yes"), T, r"smoke_only"),
-    ],
-    "make_benchmark": [
-        c("range:keep_fraction=1.5", lambda: D.make_benchmark(keep_fraction=1.5), V, r"keep_fraction"),
-        c("name:groups=random", lambda: D.make_benchmark(groups="random"), V, r"groups"),
-        c("groups:minority_classes=[99]", lambda: D.make_benchmark(minority_classes=[99]), V, r"minority_classes"),
-        c("groups:minority_classes=[]", lambda: D.make_benchmark(minority_classes=[]), V, r"minority_classes"),
-        c("range:test_fraction=0", lambda: D.make_benchmark(test_fraction=0.0), V, r"test_fraction"),
-    ],
-    "run_comparison": [
-        c("name:methods=[foo]", lambda: D.run_comparison(["foo"], progress=False), V, r"methods"),
-        c("empty:seeds=[]", lambda: D.run_comparison(["ERM"], seeds=[], progress=False), V, r"seeds"),
-        c("range:epochs=0", lambda: D.run_comparison(["ERM"], epochs=0, progress=False), V, r"epochs"),
-        c("range:batch_size=0", lambda: D.run_comparison(["ERM"], batch_size=0, progress=False), V, r"batch_size"),
-        c("range:lr=-1", lambda: D.run_comparison(["ERM"], lr=-1.0, progress=False), V, r"\blr\b"),
-        c("beta<0:beta=-1", lambda: D.run_comparison(["ERM"], beta=-1.0, progress=False), V, r"beta"),
-        c(
-            "alpha-range:cvar_alpha=1.5",
-            lambda: D.run_comparison(["ERM"], cvar_alpha=1.5, progress=False),
-            V,
-            r"cvar_alpha",
-        ),
-        c(
-            "alpha-range:is_alpha=-0.1",
-            lambda: D.run_comparison(["ERM"], is_alpha=-0.1, progress=False),
-            V,
-            r"is_alpha",
-        ),
-        c("eps<0:eps=-0.1", lambda: D.run_comparison(["ERM"], eps=-0.1, progress=False), V, r"eps"),
-        c("name:device=tpu", lambda: D.run_comparison(["ERM"], device="tpu", progress=False), V, r"device"),
-        c("type:data=str", lambda: D.run_comparison(["ERM"], data="digits", progress=False), T, r"data"),
-        c(
-            "groups:data without groups",
-            lambda: D.run_comparison(["ERM"], data=(DS(groups=False), DS(groups=False)), progress=False),
-            V,
-            r"data",
-        ),
-    ],
-    "summarise": [
-        c("empty:rows=[]", lambda: D.summarise([]), V, r"rows"),
-        c("shape:row lacks keys", lambda: D.summarise([{"method": "ERM"}]), V, r"rows"),
-        c("type:reference=3", lambda: D.summarise(ROWS(), reference=3), T, r"reference"),
-        c("type:rows=3", lambda: D.summarise(3), T, r"rows"),
-    ],
-    "pareto_front": [
-        c("empty:summary=[]", lambda: D.pareto_front([]), V, r"summary"),
-        c("name:x=foo", lambda: D.pareto_front(SUMMARY(), x="foo"), V, r"foo"),
-        c("nan-inf:nan value", lambda: D.pareto_front([{**s, "avg_acc": math.nan} for s in SUMMARY()]), V, r"summary"),
-    ],
-    "paired_differences": [
-        c("empty:rows=[]", lambda: D.paired_differences([]), V, r"rows"),
-        c("name:metric=foo", lambda: D.paired_differences(ROWS(), metric="foo"), V, r"metric"),
-        c("name:reference=foo", lambda: D.paired_differences(ROWS(), reference="foo"), V, r"reference"),
-    ],
 }
 
 
@@ -1100,10 +1045,13 @@ FIGURE_MODULES = [
 ]
 PANEL_MODULES = [
     "dro_course.panels",
+    "dro_course.lessons.comparison.panels",
     "dro_course.lessons.dro_foundations.panels",
     "dro_course.lessons.hardness_weighted_sampling.panels",
     "dro_course.lessons.importance_sampling.panels",
 ]
+#: Lesson 07's study: what its figure draws (the methods, the runs, their summary and Pareto front).
+STUDY_MODULES = ["dro_course.lessons.comparison.study"]
 
 
 def _names_of(modules, extra=()):
@@ -1117,8 +1065,8 @@ def _names_of(modules, extra=()):
 
 
 def VZ():
-    # lesson 02's sampling_summary and age_survival, what its figures draw, are checked here too
-    return _names_of(FIGURE_MODULES, extra=["dro_course.lessons.hardness_weighted_sampling"])
+    # lesson 02's sampling_summary and age_survival and lesson 07's study, what their figures draw, are checked here
+    return _names_of(FIGURE_MODULES, extra=["dro_course.lessons.hardness_weighted_sampling", *STUDY_MODULES])
 
 
 def WG():
@@ -1163,6 +1111,73 @@ def ATTACK_TOY(**kw):
 
 
 VIZ_BAD_INPUTS: dict[str, list] = {
+    # ---------------------------------------------------------------- lesson 07's study (what comparison_figure draws)
+    "available_methods": [
+        c("type:smoke_only='yes'", lambda: VZ().available_methods(smoke_only="yes"), T, r"smoke_only"),
+    ],
+    "make_benchmark": [
+        c("range:keep_fraction=1.5", lambda: VZ().make_benchmark(keep_fraction=1.5), V, r"keep_fraction"),
+        c("name:groups=random", lambda: VZ().make_benchmark(groups="random"), V, r"groups"),
+        c("groups:minority_classes=[99]", lambda: VZ().make_benchmark(minority_classes=[99]), V, r"minority_classes"),
+        c("groups:minority_classes=[]", lambda: VZ().make_benchmark(minority_classes=[]), V, r"minority_classes"),
+        c("range:test_fraction=0", lambda: VZ().make_benchmark(test_fraction=0.0), V, r"test_fraction"),
+    ],
+    "run_comparison": [
+        c("name:methods=[foo]", lambda: VZ().run_comparison(["foo"], progress=False), V, r"methods"),
+        c("empty:seeds=[]", lambda: VZ().run_comparison(["ERM"], seeds=[], progress=False), V, r"seeds"),
+        c("range:epochs=0", lambda: VZ().run_comparison(["ERM"], epochs=0, progress=False), V, r"epochs"),
+        c("range:batch_size=0", lambda: VZ().run_comparison(["ERM"], batch_size=0, progress=False), V, r"batch_size"),
+        c("range:lr=-1", lambda: VZ().run_comparison(["ERM"], lr=-1.0, progress=False), V, r"\blr\b"),
+        c("beta<0:beta=-1", lambda: VZ().run_comparison(["ERM"], beta=-1.0, progress=False), V, r"beta"),
+        c(
+            "alpha-range:cvar_alpha=1.5",
+            lambda: VZ().run_comparison(["ERM"], cvar_alpha=1.5, progress=False),
+            V,
+            r"cvar_alpha",
+        ),
+        c(
+            "alpha-range:is_alpha=-0.1",
+            lambda: VZ().run_comparison(["ERM"], is_alpha=-0.1, progress=False),
+            V,
+            r"is_alpha",
+        ),
+        c("eps<0:eps=-0.1", lambda: VZ().run_comparison(["ERM"], eps=-0.1, progress=False), V, r"eps"),
+        c("name:device=tpu", lambda: VZ().run_comparison(["ERM"], device="tpu", progress=False), V, r"device"),
+        c("type:data=str", lambda: VZ().run_comparison(["ERM"], data="digits", progress=False), T, r"data"),
+        c(
+            "groups:data without groups",
+            lambda: VZ().run_comparison(["ERM"], data=(DS(groups=False), DS(groups=False)), progress=False),
+            V,
+            r"data",
+        ),
+    ],
+    "summarise": [
+        c("empty:rows=[]", lambda: VZ().summarise([]), V, r"rows"),
+        c("shape:row lacks keys", lambda: VZ().summarise([{"method": "ERM"}]), V, r"rows"),
+        c("type:reference=3", lambda: VZ().summarise(ROWS(), reference=3), T, r"reference"),
+        c("type:rows=3", lambda: VZ().summarise(3), T, r"rows"),
+    ],
+    "pareto_front": [
+        c("empty:summary=[]", lambda: VZ().pareto_front([]), V, r"summary"),
+        c("name:x=foo", lambda: VZ().pareto_front(SUMMARY(), x="foo"), V, r"foo"),
+        c(
+            "nan-inf:nan value",
+            lambda: VZ().pareto_front([{**s, "avg_acc": math.nan} for s in SUMMARY()]),
+            V,
+            r"summary",
+        ),
+    ],
+    "paired_differences": [
+        c("empty:rows=[]", lambda: VZ().paired_differences([]), V, r"rows"),
+        c("name:metric=foo", lambda: VZ().paired_differences(ROWS(), metric="foo"), V, r"metric"),
+        c("name:reference=foo", lambda: VZ().paired_differences(ROWS(), reference="foo"), V, r"reference"),
+    ],
+    "MethodSpec": [
+        c("name:strategy=NoSuchStrategy", lambda: VZ().MethodSpec("X", "—", "d", "NoSuchStrategy"), V, r"strategy"),
+        c("name:family=neither", lambda: VZ().MethodSpec("X", "—", "d", "ERM", family="neither"), V, r"family"),
+        c("type:name=3", lambda: VZ().MethodSpec(3, "—", "d", "ERM"), T, r"\bname\b"),
+        c("type:options=3", lambda: VZ().MethodSpec("X", "—", "d", "ERM", options=3), T, r"options"),
+    ],
     "weights_figure": [
         c("shape:q length", lambda: VZ().weights_figure(NP(5), {"q": [0.5, 0.5]}), V, r"weights|\bq\b"),
         c("nan-inf:nan loss", lambda: VZ().weights_figure(np.array([0.1, np.nan]), {"q": [0.5, 0.5]}), V, r"losses"),
@@ -1490,12 +1505,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("empty:summary=[]", lambda: VZ().comparison_figure([]), V, r"summary"),
         c(
             "name:front names unknown method",
-            lambda: VZ().comparison_figure(D.summarise(ROWS()), front=["foo"]),
+            lambda: VZ().comparison_figure(VZ().summarise(ROWS()), front=["foo"]),
             V,
             r"front",
         ),
         c("type:summary=str", lambda: VZ().comparison_figure("ERM"), T, r"summary"),
-        c("range:width=10", lambda: VZ().comparison_figure(D.summarise(ROWS()), width=10), V, r"width"),
+        c("range:width=10", lambda: VZ().comparison_figure(VZ().summarise(ROWS()), width=10), V, r"width"),
     ],
     "experiment_curves_figure": [
         c("type:result is a dict", lambda: VZ().experiment_curves_figure({}, "accuracy"), T, r"ExperimentResult"),
@@ -1685,12 +1700,13 @@ VIZ_BAD_INPUTS: dict[str, list] = {
 
 VIZ_NO_INPUT = {
     "PALETTE": "a constant list of colours",
+    "METHODS": "lesson 07's constant read-only method registry",
+    "FAMILIES": "lesson 07's constant read-only map of method families",
 }
 
 NO_INPUT = {
     "DIVERGENCES": "a constant tuple of divergence names",
     "GILS_SEARCH_SPACE": "a constant read-only search space (tune's default; tune validates a given space)",
-    "METHODS": "a constant read-only method registry",
     "Strategy": "the strategy base class: its constructor takes no arguments",
     "Batch": "a named tuple (x, y, groups) that Strategy.transform returns; fit checks what it gets",
     "ERM": "no constructor arguments",
@@ -1698,7 +1714,6 @@ NO_INPUT = {
     "StaticWeightsStrategy": "no constructor arguments",
     "History": "a dataclass of training records that fit fills in (not built by users)",
     "SamplingQuality": "a dataclass of results that sampling_quality returns (not built by users)",
-    "MethodSpec": "a dataclass row of the METHODS registry (not built by users)",
     "DatasetUnavailableError": "an exception class; its only argument is the message",
     "FASHION_MNIST_CLASSES": "a constant tuple of the 10 Fashion-MNIST class names",
 }
@@ -1742,7 +1757,7 @@ def test_a_wrong_type_is_a_type_error():
     assert not wrong, f"type cases that expect another exception than TypeError: {wrong}"
 
 
-@pytest.mark.parametrize("module", FIGURE_MODULES + PANEL_MODULES)
+@pytest.mark.parametrize("module", FIGURE_MODULES + PANEL_MODULES + STUDY_MODULES)
 def test_every_figure_and_panel_name_is_covered(module):
     mod = pytest.importorskip(module)
     public = set(mod.__all__) - {"TOY_COLORS", "TWIN_TOY"}  # constants, no input

@@ -1,5 +1,6 @@
 """Lesson 07, the capstone: every method on one figure, average against worst-group accuracy with the cost as
-marker area, the Pareto front and the reference method's accuracies (input: :func:`dro_lab.comparison.summarise`).
+marker area, the Pareto front and the reference method's accuracies (input: the lesson's
+:func:`~dro_course.lessons.comparison.study.summarise`).
 
 Several methods land close together (the group methods near the top, ERM under the adversarial ones), so the
 figure is drawn to stay readable when crowded: each method's name is a boxed label with a thin leader line,
@@ -42,7 +43,7 @@ def comparison_figure(
 
     ``summary`` is a list of dicts with ``method``, ``avg_acc``, ``worst_group_acc``, ``seconds_per_epoch`` and
     optionally ``avg_acc_sd``, ``worst_group_acc_sd``, ``family``, ``n_seeds`` and ``cost_vs_reference``
-    (what :func:`dro_lab.comparison.summarise` returns). Traces, in order: one per method, the largest marker
+    (what :func:`~dro_course.lessons.comparison.summarise` gives). Traces, in order: one per method, the largest marker
     first (a marker with ± std error bars both ways, clipped to [0, 1]; area ∝ seconds per epoch, the dearest
     ``max_marker`` px across, none below 8 px; colour by family (groups, hard examples, baseline), symbol by rank within
     it; the legend keeps ``summary``'s order), then ``"Pareto front"`` (a line through ``front``, the methods in that

@@ -7,12 +7,11 @@ never by dro_lab. Widgets always say which symbol they are: "β (KL inverse temp
 - :mod:`.sliders`: every slider and toggle of the course;
 - :mod:`.panels`: the generic panels (live, behind a Run button) and the in-place FigureWidget redraw;
 - :mod:`.weights`: the foundations panel (lesson 01; the 2-D toy's Run panel is the lesson's own, as are those of
-  lessons 02 and 03: :mod:`dro_course.lessons`);
+  lessons 02, 03 and 07, the capstone's: :mod:`dro_course.lessons`);
 - :mod:`.group_dro`: the bilinear game, τ and π-trajectory panels, ALSO's experiment as it trains (lesson 04);
 - :mod:`.adversarial`: DONE's weights and the PGD toy (lesson 05);
 - :mod:`.smoothing`: the GI-LS toy panel (lesson 06; ``gamma_for_radius``, re-exported here, is
   :mod:`dro_lab.attacks`'s);
-- :mod:`.comparison`: the capstone's Run panel (lesson 07);
 - :mod:`.training`: :func:`training_panel`, a network's curves drawn epoch by epoch as it trains;
   :func:`experiment_training_panel`, the same over one paper's experiment (a method menu and its knobs);
 - :mod:`.twin`: every panel's static twin — ``box.static_twin``, a plotly figure with its own sliders over
@@ -24,7 +23,6 @@ never by dro_lab. Widgets always say which symbol they are: "β (KL inverse temp
 from __future__ import annotations
 
 from dro_course.panels.adversarial import attack_toy_panel, done_r_panel
-from dro_course.panels.comparison import comparison_panel
 from dro_course.panels.group_dro import also_training_panel, bilinear_panel, pi_run_panel, tau_panel
 from dro_course.panels.panels import panel, run_panel
 from dro_course.panels.sliders import (
@@ -82,8 +80,6 @@ __all__ = [
     "target_radius_slider",
     "gamma_for_radius",
     "gils_toy_panel",
-    # lesson 07
-    "comparison_panel",
     # static twins and the front-end
     "front_end",
 ]

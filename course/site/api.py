@@ -97,8 +97,8 @@ def constant_doc(module: str, name: str) -> list[str]:
     constants, and a value has no ``__module__`` to say where it came from)."""
     obj = getattr(importlib.import_module(module), name)
     candidates = sorted(m for m in sys.modules if m == module or m.startswith(TOP + "."))
-    for candidate in candidates:
-        if getattr(sys.modules[candidate], name, None) is obj and name in _attribute_docs(candidate):
+    for candidate in candidates:  # a module's own names only: a package's __getattr__ may raise for a moved name
+        if vars(sys.modules[candidate]).get(name) is obj and name in _attribute_docs(candidate):
             return [line for line in _attribute_docs(candidate)[name] if line.strip() or line == ""]
     return []
 

@@ -10,8 +10,7 @@ import numpy as np
 from IPython.display import Markdown, display
 from scipy import stats
 
-from dro_course.lessons.comparison.report import ComparisonReport
-from dro_lab.experiments import MethodSpec, run_comparison
+from dro_course.lessons.comparison import ComparisonReport, MethodSpec, run_comparison
 
 # Stand-ins for the lesson's set-up values, so that this file reads (and lints) on its own; the instructor copy
 # runs each section in the lesson, with the lesson's own values.

@@ -1,33 +1,24 @@
-"""Each paper's experiment as one call, the course's comparison, and hyper-parameter tuning.
+"""Each paper's experiment as one call, its reference run, the verdict rule and hyper-parameter tuning.
 
 * :func:`run_experiment` — each paper's headline experiment (:data:`EXPERIMENTS`) run with one fair protocol
-  (:mod:`~dro_lab.experiments.protocol`: the same tuning budget for every arm on a validation split, paired
-  seeds, :func:`judge`), returning an :class:`ExperimentResult` (saved as JSON);
-* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`, 5 paired seeds
-  each), to show beside a live run (:func:`beside_reference`); :func:`regenerate_reference`;
-* :mod:`~dro_lab.experiments.comparison` — the capstone benchmark: :data:`METHODS`, :func:`run_comparison`,
-  :func:`summarise`, :func:`pareto_front`;
+  (:mod:`~dro_lab.experiments.protocol`: equal tuning effort for every arm on a validation split —
+  :func:`tuning_effort`, :func:`effort_problems` — paired seeds, :func:`judge`), returning an
+  :class:`ExperimentResult` (saved as JSON);
+* :func:`load_reference` — the reference runs shipped with the package (:data:`REFERENCES`, 10 paired seeds
+  each, and a second seed set for one claim), to show beside a live run; :func:`regenerate_reference`;
 * :mod:`~dro_lab.experiments.verdict` — :func:`judge`, the one rule that says whether a claim held
-  (:func:`judge_seeds` when a seed is missing or diverged: it is set aside and named, never dropped silently);
-* :mod:`~dro_lab.experiments.tuning` — :func:`tune`, Bayesian optimisation with optuna.
+  (:func:`judge_seeds` when a seed is missing or diverged: it is set aside and named, never dropped silently;
+  :func:`judge_band` for a claim stated as a range), :func:`effect_verdict` (the interval against the paper's
+  effect) and :func:`holm` (the family-wise correction over a paper's claims);
+* :mod:`~dro_lab.experiments.tuning` — :func:`tune`, Bayesian optimisation with optuna, and
+  :func:`expected_validation_performance` (Dodge et al., 2019).
 """
 
 from __future__ import annotations
 
 from .._moved import moved_attribute
-from .comparison import (
-    FAMILIES,
-    METHODS,
-    MethodSpec,
-    available_methods,
-    make_benchmark,
-    paired_differences,
-    pareto_front,
-    run_comparison,
-    summarise,
-)
 from .papers import EXPERIMENTS
-from .protocol import Arm, Claim, Experiment, Splits
+from .protocol import MAX_GRID_RATIO, MIN_COVERAGE, Arm, Claim, Experiment, Splits, effort_problems, tuning_effort
 from .reference import (
     REFERENCES,
     Reference,
@@ -41,8 +32,20 @@ from .reference import (
 from .result import ExperimentResult
 from .runner import available_experiments, parse_seeds, run_experiment, train_arm
 from .summary import summarize_runs
-from .tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
-from .verdict import VERDICTS, Verdict, combine, judge, judge_band, judge_seeds, mean_sd_text, pair_seeds
+from .tuning import GILS_SEARCH_SPACE, best_at_bounds, expected_validation_performance, tune
+from .verdict import (
+    EFFECT_VERDICTS,
+    VERDICTS,
+    Verdict,
+    combine,
+    effect_verdict,
+    holm,
+    judge,
+    judge_band,
+    judge_seeds,
+    mean_sd_text,
+    pair_seeds,
+)
 
 __all__ = [
     "EXPERIMENTS",
@@ -51,6 +54,10 @@ __all__ = [
     "Experiment",
     "ExperimentResult",
     "Splits",
+    "MIN_COVERAGE",
+    "MAX_GRID_RATIO",
+    "tuning_effort",
+    "effort_problems",
     "available_experiments",
     "REFERENCES",
     "Reference",
@@ -63,20 +70,15 @@ __all__ = [
     "parse_seeds",
     "run_experiment",
     "train_arm",
-    "FAMILIES",
-    "METHODS",
-    "MethodSpec",
-    "available_methods",
-    "make_benchmark",
-    "paired_differences",
-    "pareto_front",
-    "run_comparison",
-    "summarise",
     "summarize_runs",
     "GILS_SEARCH_SPACE",
     "best_at_bounds",
+    "expected_validation_performance",
     "tune",
     "VERDICTS",
+    "EFFECT_VERDICTS",
+    "effect_verdict",
+    "holm",
     "Verdict",
     "combine",
     "judge",

@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from .._files import RecordError, atomic_write_text, read_json_record
 from .._validation import check_folder
-from .result import ExperimentResult
-from .runner import run_experiment
+from .result import ExperimentResult, adjust_rows, verdict_table
+from .runner import _git_dirty, run_experiment
 
 __all__ = [
     "REFERENCES",
@@ -49,28 +51,38 @@ _DATA = "reference_results"
 
 @dataclass(frozen=True)
 class ReferencePart:
-    """One command of a reference: a label (``""`` when the reference has one command), the experiment and the
-    preset settings it changes (``{"ratio": 100}``)."""
+    """One command of a reference: a label (``""`` when the reference has one command), the experiment, the
+    preset settings it changes (``{"ratio": 100}``) and, where they differ from the plan's, its seeds, its methods
+    (a second seed set runs only the two arms of one claim) and how many runs go at once (``1`` for a part whose
+    runs are timed)."""
 
     label: str
     experiment: str
     overrides: Mapping = field(default_factory=dict)
+    seeds: str | None = None
+    methods: tuple[str, ...] | None = None
+    jobs: int | None = None
 
     def folder(self) -> str:
-        """The run folder's name under the reference runs' folder (``also-ratio100``)."""
+        """The run folder's name under the reference runs' folder (``also-ratio100``, ``hws-seeds10-14``)."""
         tail = "".join(f"-{k}{v:g}" if isinstance(v, (int, float)) else f"-{k}{v}" for k, v in self.overrides.items())
-        return f"{self.experiment}{tail}"
+        return f"{self.experiment}{tail}" + (f"-seeds{self.seeds}" if self.seeds else "")
 
 
 @dataclass(frozen=True)
 class ReferencePlan:
-    """What a reference runs: its parts, and the data set, seeds and preset every part shares."""
+    """What a reference runs: its parts, and the data set, seeds, preset, runs at once (``jobs``) and torch
+    threads per run every part shares unless it says otherwise. Two runs at once of one thread each fill two
+    cores; the threads are fixed (and torch's deterministic algorithms on) so that the same command gives the
+    same numbers on the same machine."""
 
     name: str
     parts: tuple[ReferencePart, ...]
     dataset: str = "fashion-mnist"
-    seeds: str = "0-4"
+    seeds: str = "0-9"
     preset: str = "full"
+    jobs: int = 2
+    threads: int | None = 1
 
     def commands(
         self, runs: str | os.PathLike = "build/reference", preset: str | None = None, seeds: str | None = None
@@ -78,24 +90,24 @@ class ReferencePlan:
         """The exact ``dro-lab experiment`` command of each part, writing its runs under ``runs``."""
         out = []
         for part in self.parts:
-            words = [
-                "dro-lab",
-                "experiment",
-                part.experiment,
-                "--dataset",
-                self.dataset,
-                "--seeds",
-                seeds or self.seeds,
-            ]
-            words += ["--preset", preset or self.preset]
+            words = ["dro-lab", "experiment", part.experiment, "--dataset", self.dataset]
+            words += ["--seeds", seeds or part.seeds or self.seeds, "--preset", preset or self.preset]
+            words += ["--methods", *part.methods] if part.methods else []
+            words += ["--jobs", str(part.jobs or self.jobs)] if (part.jobs or self.jobs) != 1 else []
+            words += ["--threads", str(self.threads)] if self.threads is not None else []
             words += [w for k, v in part.overrides.items() for w in ("--set", f"{k}={v!r}")]
             words += ["--out", str(Path(runs) / part.folder())]
             out.append(shlex.join(words))
         return out
 
 
+#: How the references made before equal tuning effort was measured were run (each plan moves to the defaults
+#: — 10 seeds, two one-thread runs at once — when its reference is made again).
+_EARLIER = {"seeds": "0-4", "jobs": 1, "threads": None}
+
+
 def _one(name: str, **overrides) -> ReferencePlan:
-    return ReferencePlan(name, (ReferencePart("", name, overrides),))
+    return ReferencePlan(name, (ReferencePart("", name, overrides),), **_EARLIER)
 
 
 #: The five references, one per paper's experiment. ALSO is judged at two imbalance ratios (10 and 100).
@@ -105,6 +117,7 @@ REFERENCES: dict[str, ReferencePlan] = {
     "also": ReferencePlan(
         "also",
         (ReferencePart("ratio 10", "also", {"ratio": 10}), ReferencePart("ratio 100", "also", {"ratio": 100})),
+        **_EARLIER,
     ),
     "done": _one("done"),
     "gils": _one("gils"),
@@ -137,8 +150,9 @@ class Reference:
         raise ValueError(f"reference {self.name!r} has parts {self.labels}, not {label!r}")
 
     def verdicts(self) -> list[dict]:
-        """Every part's verdicts, each row with its ``part`` label."""
-        return [{"part": label, **v} for label, _, result in self.parts for v in result.verdicts()]
+        """Every part's verdicts, each row with its ``part`` label, Holm-adjusted over all of them: a paper's claims
+        are one family (ALSO's two imbalance ratios together)."""
+        return adjust_rows([{"part": label, **v} for label, _, result in self.parts for v in result.verdicts()])
 
     def provenance(self, label: str | None = None) -> str:
         """One line: data set, seeds, date, hardware and commit of a part's run."""
@@ -158,14 +172,10 @@ class Reference:
         for label, command, result in self.parts:
             if label:
                 lines += [f"#### {label}", ""]
-            lines += [
-                f"*{self.provenance(label or None)}*",
-                "",
-                f"`{command}`",
-                "",
-                result.markdown(_shown(result)),
-                "",
-            ]
+            lines += [f"*{self.provenance(label or None)}*", "", f"`{command}`", ""]
+            lines += [result.markdown(_shown(result), verdicts=False), "", tuning_markdown(result), ""]
+            lines += [sampler_markdown(result), ""] if "sampler_ess" in _curve_names(result) else []
+        lines += ["#### Verdicts", "", verdict_table(self.verdicts())]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_dict(self) -> dict:
@@ -200,6 +210,53 @@ class Reference:
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(self.to_dict(), indent=None, separators=(",", ":"), ensure_ascii=False) + "\n"
         return atomic_write_text(path, text)
+
+
+def tuning_markdown(result: ExperimentResult) -> str:
+    """Each arm's tuning effort as a Markdown table: grid size, trials, coverage, its expected best validation
+    score after 1 trial and after all of them (Dodge et al.'s curve, first and last point) and the chosen setting."""
+    if not result.tuning:
+        return "*(this result predates the record of each arm's grid and coverage)*"
+    evp = result.expected_validation()
+    lines = [
+        "| method | grid | trials | coverage | expected best val. score: 1 trial → all | chosen |",
+        "|---" * 6 + "|",
+    ]
+    for method, e in result.tuning.items():
+        curve = evp.get(method, [])
+        score = f"{curve[0]:.3f} → {curve[-1]:.3f}" if curve else "–"
+        chosen = ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.chosen[method].items()
+        )
+        lines.append(
+            f"| {method} | {e['grid_size']} | {e['trials']} | {e['coverage']:.0%} | {score} | {chosen or '–'} |"
+        )
+    return "\n".join(lines)
+
+
+def sampler_markdown(result: ExperimentResult) -> str:
+    """For arms that sample from a loss history: the sampler's effective sample size and the share of its mass
+    on the minority class, at the first and last epoch (mean over seeds)."""
+    lines = ["| method | effective sample size: first → last epoch | mass on the minority class |", "|---|---|---|"]
+    for method in result.methods:
+        try:
+            ess = result.curve("sampler_ess", method)
+        except ValueError:
+            continue
+        if np.isnan(ess).all():
+            continue
+        row = f"| {method} | {np.nanmean(ess[:, 0]):.1f} → {np.nanmean(ess[:, -1]):.1f} |"
+        try:
+            mass = result.curve("minority_mass", method)
+            row += f" {np.nanmean(mass[:, 0]):.1%} → {np.nanmean(mass[:, -1]):.1%} |"
+        except ValueError:
+            row += " – |"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _curve_names(result: ExperimentResult) -> set[str]:
+    return {k for r in result.runs for k in r["curves"]}
 
 
 def _trials_text(trials: int) -> str:
@@ -267,6 +324,9 @@ def bundle_reference(
         if len(result.runs) < expected:
             raise ValueError(f"{path} holds {len(result.runs)} of {expected} runs: finish `{command}` first")
         parts.append((part.label, command, result))
+    commits = {r.meta.get("commit") for _, _, r in parts}
+    if len(commits) > 1:
+        raise ValueError(f"the parts of {plan.name!r} were run from different commits {sorted(commits)}: rerun them")
     return Reference(plan.name, tuple(parts))
 
 
@@ -283,15 +343,23 @@ def regenerate_reference(
     ``preset`` and ``seeds`` replace the plan's (a smoke regeneration in the tests)."""
     plan = _plan(name)
     runs = check_folder(runs, "runs")
+    if preset is None and seeds is None and _git_dirty():
+        raise ValueError(
+            f"the checkout has uncommitted changes: a reference is made from one fixed commit (commit, or run "
+            f"`git stash` first); `dro-lab reference {plan.name} --regenerate` resumes from the runs kept in {runs}"
+        )
     for part in plan.parts:
         run_experiment(
             part.experiment,
             dataset=plan.dataset,
-            seeds=seeds or plan.seeds,
+            seeds=seeds or part.seeds or plan.seeds,
             preset=preset or plan.preset,
+            methods=list(part.methods) if part.methods else None,
             out=Path(runs) / part.folder(),
             device=device,
             progress=progress,
+            jobs=part.jobs or plan.jobs,
+            threads=plan.threads,
             **dict(part.overrides),
         )
     return bundle_reference(name, runs, preset=preset, seeds=seeds)

@@ -6,12 +6,15 @@ machine — a reference run shipped with the package — reads the same as a stu
 * :meth:`~ExperimentResult.rows` — one row per seed × method × epoch × metric (for figures and data frames);
 * :meth:`~ExperimentResult.final` — a final metric per method, one value per seed;
 * :meth:`~ExperimentResult.table` — mean ± sd per method and metric;
-* :meth:`~ExperimentResult.verdicts` — each claim judged with :func:`dro_lab.experiments.judge`.
+* :meth:`~ExperimentResult.verdicts` — each claim judged with :func:`dro_lab.experiments.judge`: against 0, against
+  the paper's effect, and Holm-adjusted over the result's claims;
+* :meth:`~ExperimentResult.expected_validation` — each arm's expected best validation score after k trials.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -22,7 +25,8 @@ import numpy as np
 
 from .._files import RecordError, atomic_write_text, read_json_record
 from .protocol import Claim
-from .verdict import judge_seeds, mean_sd_text, pair_seeds
+from .tuning import expected_validation_performance
+from .verdict import effect_verdict, holm, judge_seeds, mean_sd_text, pair_seeds
 
 __all__ = ["ExperimentResult", "SCHEMA_VERSION"]
 
@@ -56,7 +60,10 @@ class ExperimentResult:
             ``curves`` (metric → one value per epoch), ``seconds``.
         claims: the experiment's claims (as dicts of :class:`Claim`'s fields).
         data: what the data function drew, per seed (sizes per class …).
-        meta: how it was made: command, git commit, date, hardware, versions, threads.
+        meta: how it was made: command, git commit, date, hardware, versions, threads, deterministic, jobs.
+        plain: the arm that trains plainly; a claim against a baseline below it says so (``baseline_below``).
+        tuning: per arm, its grid (knob → values), ``grid_size``, ``trials`` and ``coverage``
+            (:func:`dro_lab.experiments.protocol.tuning_effort`); empty in results made before it was recorded.
     """
 
     experiment: str
@@ -73,6 +80,8 @@ class ExperimentResult:
     claims: list[dict] = field(default_factory=list)
     data: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    tuning: dict = field(default_factory=dict)
+    plain: str | None = None
 
     # ------------------------------------------------------------------ reading
     def final(self, metric: str) -> dict[str, np.ndarray]:
@@ -125,18 +134,30 @@ class ExperimentResult:
         ]
 
     def verdicts(self, **options) -> list[dict]:
-        """Each claim judged from the paired seeds: the claim's fields plus ``verdict``, ``interval``, ``mean``,
-        ``n`` (the seeds judged), ``judged_seeds``, ``set_aside`` and ``verdict_text`` (the word beside its interval,
-        in the claim's units); ``options`` go to :func:`judge_seeds` (``min_seeds``, ``confidence``).
+        """Each claim judged from the paired seeds: the claim's fields plus
 
-        A seed whose run is missing for either method, or whose value is not a finite number (a run that diverged),
-        is set aside and named in ``set_aside`` and in the text ("judged on 4 of 5 seeds: seed 3 diverged (HWS:
-        nan)"); a claim left with fewer than ``min_seeds`` paired seeds is "not judged"."""
-        out = []
+        * ``verdict``, ``interval``, ``mean``, ``n`` (the seeds judged), ``judged_seeds``, ``set_aside``, ``note``
+          and ``p_value``: :func:`judge_seeds` on the claim's threshold, or on its ``band``;
+        * ``effect_verdict``: "reached", "consistent with" or "short of" the claim's ``paper_effect`` (None without
+          one, or without an interval);
+        * ``baseline_below``: where the baseline itself falls below the plain-training arm (:attr:`plain`) on the
+          claim's metric by the same rule ("did not hold" for the baseline against it), that finding's text;
+        * ``same_as``: the text of an earlier claim whose comparison this one repeats exactly (the same method
+          against a baseline with the same per-seed values: arms that made identical runs are judged once);
+        * ``verdict_adjusted`` and ``p_adjusted``: Holm's correction over this result's claims
+          (:func:`dro_lab.experiments.holm`; a repeated comparison takes no share of the family);
+        * ``verdict_text``: all of it in one line, in the claim's units.
+
+        ``options`` go to :func:`judge_seeds` (``min_seeds``, ``confidence``). A seed whose run is missing for
+        either method, or whose value is not a finite number (a run that diverged), is set aside and named in
+        ``set_aside`` and in the text; a claim left with fewer than ``min_seeds`` paired seeds is "not judged"."""
+        out, compared = [], {}
         for c in self.claims:
             claim = Claim(**c)
             by_seed, reasons = self._paired(claim)
-            v = judge_seeds(by_seed, reasons=reasons, threshold=claim.threshold, **options)
+            v = judge_seeds(by_seed, reasons=reasons, threshold=claim.threshold, band=claim.band, **options)
+            key = (claim.method, claim.metric, claim.threshold, claim.band, json.dumps(by_seed, sort_keys=True))
+            effect = effect_verdict(v, claim.paper_effect) if claim.paper_effect is not None else None
             out.append(
                 {
                     **c,
@@ -146,10 +167,56 @@ class ExperimentResult:
                     "n": v.n,
                     "judged_seeds": [s for s in self.seeds if s not in reasons],
                     "set_aside": list(v.set_aside),
-                    "verdict_text": v.text(_digits(claim.scale), scale=claim.scale, unit=claim.unit),
+                    "note": v.note,
+                    "p_value": v.p_value,
+                    "effect_verdict": effect,
+                    "same_as": compared.setdefault(key, c["text"]) if key in compared else None,
+                    "baseline_below": self._below_plain(claim, **options),
+                    "confidence": v.confidence,
+                    "raw_text": v.text(_digits(claim.scale), scale=claim.scale, unit=claim.unit),
                 }
             )
+            compared.setdefault(key, c["text"])
+        return adjust_rows(out)
+
+    def _below_plain(self, claim: Claim, **options) -> str | None:
+        """The text of "the baseline falls below plain training" where it does, else None."""
+        if self.plain is None or claim.baseline == self.plain or self.plain not in self.methods:
+            return None
+        below = Claim(claim.text, claim.metric, claim.baseline, self.plain, claim.higher_is_better)
+        by_seed, reasons = self._paired(below)
+        v = judge_seeds(by_seed, reasons=reasons, **options)
+        if v.verdict != "did not hold":
+            return None
+        digits = _digits(claim.scale)
+        return f"{claim.baseline} is itself below {self.plain} here ({v.mean * claim.scale:+.{digits}f}{claim.unit})"
+
+    def expected_validation(self) -> dict[str, list[float]]:
+        """method → its expected best validation score after 1 … N trials (Dodge et al., 2019:
+        :func:`dro_lab.experiments.expected_validation_performance`), from the recorded tuning trials."""
+        out = {}
+        for method in self.methods:
+            scores = [t["score"] for t in self.trials if t["method"] == method]
+            if scores:
+                out[method] = expected_validation_performance(scores)
         return out
+
+    def identical_arms(self) -> dict[str, str]:
+        """method → an earlier method whose runs gave exactly the same final metrics on every seed (an arm whose
+        tuning chose the special case it shares with a baseline); such arms are one arm, reported once."""
+        finals = {
+            m: json.dumps(
+                [
+                    sorted(r["final"].items())
+                    for s in self.seeds
+                    for r in self.runs
+                    if r["seed"] == s and r["method"] == m
+                ]
+            )  # fmt: skip
+            for m in self.methods
+        }
+        first: dict[str, str] = {}
+        return {m: first.setdefault(f, m) for m, f in finals.items() if first.setdefault(f, m) != m}
 
     def _paired(self, claim: Claim) -> tuple[dict, dict]:
         """Seed → the claim's oriented difference (None where a run is missing), and seed → why a seed is set aside."""
@@ -174,12 +241,11 @@ class ExperimentResult:
             "|---" * (len(metrics) + 1) + "|",
         ]
         lines += ["| " + " | ".join(_cell(str(r[k])) for k in ("method", *metrics)) + " |" for r in rows]
+        same = self.identical_arms()
+        if same:
+            lines += ["", "Identical runs: " + "; ".join(f"{m} = {b} on every seed" for m, b in same.items()) + "."]
         if self.claims and verdicts:
-            lines += ["", "| claim (the paper) | verdict |", "|---|---|"]
-            lines += [
-                f"| {_cell(v['text'])} <br><small>{_cell(v['paper'])}</small> | {_cell(v['verdict_text'])} |"
-                for v in self.verdicts()
-            ]
+            lines += ["", verdict_table(self.verdicts())]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ JSON
@@ -224,6 +290,71 @@ class ExperimentResult:
             return cls.from_dict(data)
         except (TypeError, ValueError) as exc:
             raise RecordError(path, "experiment result", f"is malformed ({exc})", _LOAD_FIX) from None
+
+
+def adjust_rows(rows: list[dict]) -> list[dict]:
+    """Verdict rows (:meth:`ExperimentResult.verdicts`) with Holm's correction over them as one family:
+    ``p_adjusted``, ``verdict_adjusted``, ``family`` (how many claims share it) and ``verdict_text``. A claim that
+    repeats another (``same_as``) takes the other's adjusted verdict and no share of the family."""
+    decidable = ("held", "did not hold", "not resolved")
+    tested = [
+        i
+        for i, r in enumerate(rows)
+        if not r["same_as"] and r["verdict"] in decidable and r["p_value"] is not None and math.isfinite(r["p_value"])
+    ]
+    alpha = 1 - (rows[0]["confidence"] if rows else 0.95)
+    adjusted = dict(zip(tested, holm([rows[i]["p_value"] for i in tested], alpha)))
+    by_text, out = {}, []
+    for i, r in enumerate(rows):
+        p = adjusted.get(i, math.nan)
+        decided = r["verdict"] in ("held", "did not hold")
+        word = r["verdict"] if not decided or (p == p and p < alpha) else "not resolved"
+        row = {**r, "p_adjusted": p, "verdict_adjusted": word, "family": len(tested)}
+        if r["same_as"] in by_text:
+            row.update({k: by_text[r["same_as"]][k] for k in ("p_adjusted", "verdict_adjusted")})
+        row["verdict_text"] = _verdict_text(row)
+        by_text.setdefault(r["text"], row)
+        out.append(row)
+    return out
+
+
+def _verdict_text(row: dict) -> str:
+    """``"held: +3.1 points (95 % interval …, 10 seeds); Holm over 8 claims: not resolved (p 0.004 → 0.09);
+    consistent with the paper's +5.8 points"``."""
+    text = row["raw_text"]
+    if row["same_as"]:
+        return f"{text}; the same comparison as “{row['same_as']}”"
+    if row.get("baseline_below"):
+        text += f"; note: {row['baseline_below']}"
+    p, q = row["p_value"], row["p_adjusted"]
+    if p == p and q == q:
+        text += f"; Holm over {row['family']} claims: {row['verdict_adjusted']} (p {p:.2g} → {q:.2g})"
+    if row.get("paper_effect") is not None and row.get("effect_verdict"):
+        scale, unit = row.get("scale", 100.0), row.get("unit", " points")
+        text += f"; {row['effect_verdict']} the paper's {row['paper_effect'] * scale:+.{_digits(scale)}f}{unit}"
+    if row.get("band") is not None:
+        low, high = row["band"]
+        text += f" (the paper's band {low:g} to {high:g})"
+    return text
+
+
+def verdict_table(rows: list[dict]) -> str:
+    """Verdict rows as a Markdown table: the claim and the paper's words, the verdict against 0 (raw), the
+    Holm-adjusted verdict (what the course quotes) and the reading against the paper's effect."""
+    lines = ["| claim (the paper) | verdict (raw) | Holm-adjusted | against the paper's effect |", "|---|---|---|---|"]
+    for v in rows:
+        effect = v.get("effect_verdict") or "–"
+        if v.get("paper_effect") is not None and v.get("effect_verdict"):
+            scale = v.get("scale", 100.0)
+            effect = f"{v['effect_verdict']} {v['paper_effect'] * scale:+.{_digits(scale)}f}{v.get('unit', '')}"
+        adjusted = v["verdict_adjusted"] if not v["same_as"] else f"{v['verdict_adjusted']} (same comparison as above)"
+        part = f"{v['part']}: " if v.get("part") else ""
+        raw = v["raw_text"] + (f"; note: {v['baseline_below']}" if v.get("baseline_below") else "")
+        lines.append(
+            f"| {_cell(part + v['text'])} <br><small>{_cell(v['paper'])}</small> | {_cell(raw)} "
+            f"| {_cell(adjusted)} | {_cell(effect)} |"
+        )
+    return "\n".join(lines)
 
 
 def _digits(scale: float) -> int:

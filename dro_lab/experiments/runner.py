@@ -10,10 +10,13 @@ the way out, and ``restart=True`` (``dro-lab experiment --restart``) starts the 
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
 import hashlib
 import json
+import multiprocessing
 import os
 import platform
 import re
@@ -26,16 +29,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .. import __version__
 from .._files import RecordError, atomic_write_text, read_json_record
 from .._validation import check_bool, check_choice, check_folder, check_int
 from ..engine.loop import fit
+from ..optim.schedules import one_cycle_factor
 from ..strategies import STRATEGIES
 from ..utils import resolve_device, seed_everything
 from .papers import EXPERIMENTS
-from .protocol import FIT_KNOBS, Arm, Experiment, Splits
+from .protocol import FIT_KNOBS, Arm, Experiment, Splits, tuning_effort
 from .result import RUN_KEYS, ExperimentResult
 
 __all__ = ["run_experiment", "train_arm", "parse_seeds", "available_experiments"]
@@ -84,6 +89,8 @@ def run_experiment(
     device: str | torch.device = "auto",
     progress: bool = True,
     restart: bool = False,
+    jobs: int = 1,
+    threads: int | None = None,
     **overrides,
 ) -> ExperimentResult:
     """Tune, run and judge a paper's experiment (see :mod:`dro_lab.experiments.protocol` for the protocol).
@@ -105,6 +112,11 @@ def run_experiment(
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` …
         progress: a progress bar over the training runs.
         restart: discard what earlier calls left in ``out`` and start over (saying on stderr what it discarded).
+        jobs: training runs at once, each in its own process (independent runs: the tuning trials, then the final
+            runs); ``1`` trains in this process.
+        threads: torch's threads per training run, with torch's deterministic algorithms on (the same command
+            then gives the same numbers on the same machine); ``None`` leaves this process's settings alone.
+            Both are recorded in the result's ``meta``; a reference run uses ``jobs=2, threads=1``.
         **overrides: settings of the preset to change (``epochs=5``, ``per_class=500`` …; the experiment's
             preset names them).
 
@@ -126,6 +138,8 @@ def run_experiment(
     check_choice(dataset, "dataset", DATASETS)
     check_bool(progress, "progress")
     check_bool(restart, "restart")
+    jobs = check_int(jobs, "jobs", low=1)
+    threads = None if threads is None else check_int(threads, "threads", low=1)
     seeds = parse_seeds(seeds)
     config = experiment.config(dataset, preset, overrides)
     config["trials"] = check_int(trials if trials is not None else config.get("trials", 1), "trials", low=1)
@@ -135,7 +149,8 @@ def run_experiment(
     )
     device = resolve_device(device)
     folder = _Folder.make(out, command, restart)
-    _claim_folder(folder, experiment.name, dataset, config)
+    meta = _meta(device, threads, jobs)
+    _claim_folder(folder, experiment.name, dataset, config, meta["commit"])
     result = ExperimentResult(
         experiment=experiment.name,
         title=experiment.title,
@@ -146,20 +161,21 @@ def run_experiment(
         config=dict(config),
         methods=[a.name for a in experiment.arms],
         claims=[asdict(c) for c in experiment.claims],
-        meta=_meta(device),
+        meta=meta,
+        tuning=tuning_effort(experiment, config["trials"]),
+        plain=experiment.plain if experiment.plain in [a.name for a in experiment.arms] else None,
     )
-    settings = {a.name: a.settings(config["trials"], config["tune_seed"]) for a in experiment.arms}
-    total = len(experiment.arms) * ((config["trials"] if config["trials"] > 1 else 0) + len(seeds))
-    with _bar(total, progress, experiment.name) as bar:
-        _tune(experiment, dataset, config, settings, result, folder, device, bar)
+    work = _Work(experiment, dataset, config, folder, device, threads)
+    tuned = config["trials"] > 1
+    total = (sum(e["trials"] for e in result.tuning.values()) if tuned else 0) + len(experiment.arms) * len(seeds)
+    with _bar(total, progress, experiment.name) as bar, _pool(jobs) as pool:
+        _tune(work, result, pool, bar)
         for seed in seeds:
-            splits = experiment.data(dataset, seed, config)
-            result.data[str(seed)] = splits.info
-            for arm in experiment.arms:
-                result.runs.append(
-                    _run(experiment, arm, result.chosen[arm.name], splits, seed, config, folder, device, bar, "run")
-                )
-                _save(result, folder)
+            result.data[str(seed)] = experiment.data(dataset, seed, config).info
+        jobs_ = [("run", arm.name, result.chosen[arm.name], seed) for seed in seeds for arm in experiment.arms]
+        for record in _map(work, jobs_, pool, bar):
+            result.runs.append(record)
+            _save(result, folder)
     return result
 
 
@@ -175,37 +191,101 @@ def _only(experiment: Experiment, methods: Sequence[str]) -> Experiment:
     return dataclasses.replace(experiment, arms=arms, claims=claims)
 
 
-def _tune(experiment, dataset, config, settings, result, folder, device, bar) -> None:
+@dataclass
+class _Work:
+    """What every training run of a call shares (sent to each worker process whole)."""
+
+    experiment: Experiment
+    dataset: str
+    config: dict
+    folder: _Folder | None
+    device: torch.device
+    threads: int | None
+
+
+def _tune(work: _Work, result: ExperimentResult, pool, bar) -> None:
     """Every arm's trials on the validation split of the tuning seed; the best score's setting is chosen."""
+    experiment, config = work.experiment, work.config
+    settings = {a.name: a.settings(config["trials"], config["tune_seed"]) for a in experiment.arms}
     if config["trials"] == 1:
         result.chosen = {name: s[0] for name, s in settings.items()}
         return
-    splits = experiment.data(dataset, config["tune_seed"], config)
-    tuning = Splits(splits.train, None, splits.val, splits.info)
+    jobs = [("tune", name, setting, config["tune_seed"]) for name, options in settings.items() for setting in options]
+    records = list(_map(work, jobs, pool, bar))
     for arm in experiment.arms:
         best = None
-        for setting in settings[arm.name]:
-            run = _run(experiment, arm, setting, tuning, config["tune_seed"], config, folder, device, bar, "tune")
-            score = run["final"][experiment.select]
-            result.trials.append({"method": arm.name, "setting": setting, "score": score})
+        for record in (r for r in records if r["method"] == arm.name):
+            score = record["final"][experiment.select]
+            result.trials.append({"method": arm.name, "setting": record["setting"], "score": score})
             if best is None or score > best[0]:
-                best = (score, setting)
+                best = (score, record["setting"])
         result.chosen[arm.name] = best[1]
-        _save(result, folder)
+    _save(result, work.folder)
 
 
-def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, config, folder, device, bar, phase):
-    """One training run (or its saved record): the final metrics on ``splits.test`` and the per-epoch curves."""
+def _map(work: _Work, jobs: list[tuple], pool, bar):
+    """The records of ``jobs`` (phase, arm, setting, seed), in order, trained ``pool``'s processes at a time."""
+    if pool is None:
+        for job in jobs:
+            yield _job(work, job)
+            bar.update(1)
+        return
+    futures = [pool.submit(_job, work, job) for job in jobs]
+    for future in concurrent.futures.as_completed(futures):
+        future.result()  # a failed run stops the call at once, naming its error
+        bar.update(1)
+    yield from (future.result() for future in futures)
+
+
+@contextlib.contextmanager
+def _pool(jobs: int):
+    if jobs == 1:
+        yield None
+        return
+    # spawn, not fork: a forked child inherits torch's thread pool in whatever state the parent left it
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+_SPLITS: dict[tuple, Splits] = {}
+
+
+def _splits(experiment: Experiment, dataset: str, seed: int, config: Mapping) -> Splits:
+    """One seed's data, drawn once per process (every arm of a seed trains on the same draw)."""
+    key = (experiment.name, dataset, seed, json.dumps(config, sort_keys=True, default=list))
+    if key not in _SPLITS:
+        if len(_SPLITS) >= 4:
+            _SPLITS.pop(next(iter(_SPLITS)))
+        _SPLITS[key] = experiment.data(dataset, seed, config)
+    return _SPLITS[key]
+
+
+def _job(work: _Work, job: tuple) -> dict:
+    """One training run of the protocol: a tuning trial (scored on the validation split) or a final run."""
+    phase, name, setting, seed = job
+    if work.threads is not None:
+        torch.set_num_threads(work.threads)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    splits = _splits(work.experiment, work.dataset, seed, work.config)
+    if phase == "tune":
+        splits = Splits(splits.train, None, splits.val, splits.info)
+    arm = work.experiment.arm(name)
+    return _run(work.experiment, arm, setting, splits, seed, work.config, work.folder, work.device, phase)
+
+
+def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, config, folder, device, phase):
+    """One training run (or its saved record): the final metrics on ``splits.test`` (the mean over the last
+    ``average_last`` epochs) and the per-epoch curves."""
     key = _run_key(phase, arm.name, seed, setting)
     done = folder.path / "runs" / f"{key}.json" if folder else None
     if done is not None and done.exists():
-        bar.update(1)
         return folder.read_run(done, arm.name, seed)
     checkpoint = folder.path / "checkpoints" / f"{key}.pt" if folder else None
     start = time.perf_counter()
+    tail = _Tail(experiment, splits.test, config, checkpoint)
     try:
         model, history = _train(experiment, arm, setting, splits, seed, config, device, test=phase == "run",
-                                checkpoint=checkpoint)  # fmt: skip
+                                checkpoint=checkpoint, callback=tail)  # fmt: skip
     except RecordError as exc:  # this run's checkpoint cannot be resumed: the way out is this folder's, not fit's
         raise exc.with_fix(folder.fix) if folder is not None else exc from None
     curves = _curves(experiment, history.records, config) if phase == "run" else {}
@@ -213,21 +293,49 @@ def _run(experiment, arm: Arm, setting: Mapping, splits: Splits, seed: int, conf
         "seed": seed,
         "method": arm.name,
         "setting": dict(setting),
-        "final": _final(experiment, model, splits, config, curves),
+        "final": _final(experiment, model, splits, config, curves, tail.mean(), tuning=phase == "tune"),
         "curves": curves,
         "seconds": time.perf_counter() - start,
     }
     if done is not None:
         atomic_write_text(done, json.dumps(record))
         checkpoint.unlink(missing_ok=True)
-    bar.update(1)
+        tail.path.unlink(missing_ok=True)
     return record
+
+
+class _Tail:
+    """The final metrics of each of the last ``config["average_last"]`` epochs (a callback of :func:`dro_lab.fit`),
+    kept beside the run's checkpoint so that a resumed run still averages every one of them."""
+
+    def __init__(self, experiment, dataset, config, checkpoint: Path | None):
+        self.experiment, self.dataset, self.config = experiment, dataset, config
+        self.first = config["epochs"] - check_int(config.get("average_last", 1), "average_last", low=1) + 1
+        self.path = checkpoint.with_suffix(".tail.json") if checkpoint is not None else None
+        self.epochs: dict[str, dict] = {}
+        if self.path is not None and self.path.exists():
+            self.epochs = read_json_record(
+                self.path, what="run's last-epoch metrics", fix="delete it and its checkpoint"
+            )
+
+    def __call__(self, epoch: int, record: dict, model) -> None:
+        if self.first <= epoch < self.config["epochs"]:  # the last epoch is measured after training, by _final
+            measure = self.experiment.tail_metrics or self.experiment.metrics
+            self.epochs[str(epoch)] = dict(measure(model, self.dataset, self.config))
+            if self.path is not None:
+                atomic_write_text(self.path, json.dumps(self.epochs))
+
+    def mean(self) -> dict[str, list[float]]:
+        """metric → its values at the measured epochs before the last (the last is measured after training)."""
+        keys = set.intersection(*(set(m) for m in self.epochs.values())) if self.epochs else set()
+        return {k: [float(m[k]) for m in self.epochs.values()] for k in keys}
 
 
 def _train(experiment, arm: Arm, setting, splits: Splits, seed, config, device, *, test, checkpoint=None,
            callback=None):  # fmt: skip
-    """Seed, build the model and train one arm at one setting: what every run of the protocol does."""
-    strategy_options, fit_options = arm.split(setting)
+    """Seed, build the model and train one arm at one setting: what every run of the protocol does.
+    ``callback(epoch, record, model)`` runs after each epoch."""
+    strategy_options, fit_options = arm.split(setting, config)
     fit_options = {
         "epochs": config["epochs"],
         "batch_size": config["batch_size"],
@@ -248,10 +356,26 @@ def _train(experiment, arm: Arm, setting, splits: Splits, seed, config, device, 
         device=device,
         progress=False,
         checkpoint=checkpoint,
-        callback=callback,
+        callback=None if callback is None else (lambda epoch, record: callback(epoch, record, model)),
+        lr_schedule=lr_schedule(config.get("lr_schedule"), fit_options["epochs"]),
         **fit_options,
     )
     return model, history
+
+
+def lr_schedule(name: str | None, epochs: int):
+    """A preset's ``lr_schedule`` as :func:`dro_lab.fit`'s ``epoch → factor``: ``None`` (constant),
+    ``"one_cycle"`` (up to the peak at 25/60 of training, then down: Sow et al.'s cyclic schedule) or
+    ``"step:E:F"`` (× F every E epochs: ``"step:20:0.3"``, Wang et al.'s)."""
+    if name is None:
+        return None
+    if name == "one_cycle":
+        return lambda epoch: one_cycle_factor(epoch, epochs)
+    m = re.fullmatch(r"step:(\d+):([0-9.]+)", str(name))
+    if not m:
+        raise ValueError(f"lr_schedule must be None, 'one_cycle' or 'step:EVERY:FACTOR', got {name!r}")
+    every, factor = int(m[1]), float(m[2])
+    return lambda epoch: factor ** ((epoch - 1) // every)
 
 
 def train_arm(
@@ -303,7 +427,7 @@ def train_arm(
     with_curves = None
     if callback is not None:
 
-        def with_curves(epoch, record):  # the experiment's curves (minority accuracy …) beside fit's record
+        def with_curves(epoch, record, model):  # the experiment's curves (minority accuracy …) beside fit's record
             callback(epoch, {**record, **experiment.curves(record, config)})
 
     model, history = _train(experiment, arm, chosen, splits, seed, config, resolve_device(device), test=True,
@@ -312,9 +436,15 @@ def train_arm(
     return model, curves, _final(experiment, model, splits, config, curves)
 
 
-def _final(experiment, model, splits: Splits, config, curves) -> dict[str, float]:
-    """The final metrics on the test split, and those read off the curves (areas, dips)."""
-    final = dict(experiment.metrics(model, splits.test, config))
+def _final(experiment, model, splits: Splits, config, curves, earlier=None, *, tuning=False) -> dict[str, float]:
+    """The final metrics on the test split — each the mean of the last epoch's and ``earlier`` epochs' values
+    (metric → values, from :class:`_Tail`) — and those read off the curves (areas, dips). A tuning trial measures
+    the experiment's ``tail_metrics`` only."""
+    measure = experiment.tail_metrics if tuning and experiment.tail_metrics is not None else experiment.metrics
+    final = dict(measure(model, splits.test, config))
+    for k, values in (earlier or {}).items():
+        if k in final:
+            final[k] = float(np.mean([*values, final[k]]))
     if curves and experiment.summaries is not None:
         final.update(experiment.summaries(curves, config))
     return {k: float(v) for k, v in final.items()}
@@ -393,12 +523,13 @@ def _command(name, dataset, seeds, preset, trials, methods, device, overrides, o
     return shlex.join(words + (["--out", str(out)] if out is not None else []))
 
 
-def _claim_folder(folder: _Folder | None, name: str, dataset: str, config: Mapping) -> None:
-    """Mark ``folder`` with what its runs were made from, and refuse to resume runs of another configuration
-    (they would be reused as if they were this one's)."""
+def _claim_folder(folder: _Folder | None, name: str, dataset: str, config: Mapping, commit: str) -> None:
+    """Mark ``folder`` with what its runs were made from, and refuse to resume runs of another configuration or of
+    another commit of the code (they would be reused as if they were this one's)."""
     if folder is None:
         return
-    stamp = json.loads(json.dumps({"experiment": name, "dataset": dataset, "config": dict(config)}, default=str))
+    stamp = {"experiment": name, "dataset": dataset, "config": dict(config), "commit": commit}
+    stamp = json.loads(json.dumps(stamp, default=str))
     path = folder.path / "configuration.json"
     if path.exists():
         fix = f"start the folder over with {folder.restart}, or give another out folder"
@@ -409,7 +540,7 @@ def _claim_folder(folder: _Folder | None, name: str, dataset: str, config: Mappi
                 for k in {*before.get("config", {}), *stamp["config"]}
                 if before["config"].get(k) != stamp["config"].get(k)
             )
-            what = changed or [k for k in ("experiment", "dataset") if before.get(k) != stamp[k]]
+            what = changed or [k for k in ("experiment", "dataset", "commit") if before.get(k) != stamp[k]]
             raise ValueError(f"{folder.path} holds runs of another configuration (differs in {what}): {fix}")
         return
     atomic_write_text(path, json.dumps(stamp, indent=1) + "\n")
@@ -420,15 +551,17 @@ def _save(result: ExperimentResult, folder: _Folder | None) -> None:
         result.save(folder.path / "result.json")
 
 
-def _meta(device: torch.device) -> dict:
-    """How the result was made: the command, the commit, the date, the machine and the versions."""
+def _meta(device: torch.device, threads: int | None = None, jobs: int = 1) -> dict:
+    """How the result was made: the command, the commit, the date, the machine, the threads and the versions."""
     return {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "commit": _git_commit(),
         "uncommitted_changes": _git_dirty(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "hardware": _hardware(device),
-        "threads": torch.get_num_threads(),
+        "threads": threads if threads is not None else torch.get_num_threads(),
+        "deterministic": threads is not None or torch.are_deterministic_algorithms_enabled(),
+        "jobs": jobs,
         "dro_lab": __version__,
         "torch": torch.__version__,
         "python": platform.python_version(),

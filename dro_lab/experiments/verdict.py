@@ -12,16 +12,26 @@ mean:
 
 * ``"held"``: the interval's lower bound is above the threshold;
 * ``"did not hold"``: its upper bound is below the threshold;
-* ``"not resolved"``: the interval contains the threshold;
+* ``"not resolved"``: the interval contains the threshold — or every difference is the same non-zero number, so
+  there is no spread to build an interval from (``Verdict.note`` says ``"no spread"``);
+* ``"identical"``: every difference is exactly 0 (the two arms made the same runs: one comparison, not a finding);
 * ``"not judged"``: there are fewer than ``min_seeds`` differences (a smoke run draws no verdict), whatever the
   interval.
+
+Beside that word, a claim gets two more readings. **Against the paper's effect** (:func:`effect_verdict`): the
+interval "reached" the paper's number (its lower end is above it), is "consistent with" it (contains it) or falls
+"short of" it. **Holm-adjusted** (:func:`holm`): each verdict carries the p-value of its test (``Verdict.p_value``,
+the two-sided t-test of "the mean difference is the threshold", exactly the interval rule at ``1 − confidence``);
+over a paper's family of claims Holm's step-down correction adjusts them (:func:`holm`; a result's verdicts carry
+both, :meth:`dro_lab.experiments.ExperimentResult.verdicts`), so that the chance of any false "held" or "did not
+hold" in the family stays at 5 %; quote the adjusted word.
 
 :func:`judge` takes finite numbers only. Paired runs where a seed is missing or not a finite number (a run that
 diverged) go through :func:`judge_seeds`: it sets those seeds aside, judges the others, and its verdict names each
 seed set aside and why ("judged on 4 of 5 seeds: seed 3 diverged (HWS β=10: nan)"); nothing is dropped silently. A
 claim left with fewer than ``min_seeds`` paired seeds is "not judged". A claim stated as a band ("2.0–2.4×") is two
-one-sided claims: :func:`judge_band`. Report the word beside the interval it came from
-(:meth:`Verdict.text`), never a word alone.
+one-sided claims: :func:`judge_band` ("held" when the whole interval lies inside the band). Report the word beside
+the interval it came from (:meth:`Verdict.text`), never a word alone.
 """
 
 from __future__ import annotations
@@ -36,10 +46,25 @@ from scipy import stats
 
 from .._validation import check_int, check_number
 
-__all__ = ["VERDICTS", "Verdict", "judge", "judge_seeds", "pair_seeds", "judge_band", "combine", "mean_sd_text"]
+__all__ = [
+    "VERDICTS",
+    "EFFECT_VERDICTS",
+    "Verdict",
+    "judge",
+    "judge_seeds",
+    "pair_seeds",
+    "judge_band",
+    "effect_verdict",
+    "holm",
+    "combine",
+    "mean_sd_text",
+]
 
-#: The possible verdicts: the three words of the interval rule, and "not judged" (too few paired seeds).
-VERDICTS = ("held", "did not hold", "not resolved", "not judged")
+#: The possible verdicts: the three words of the interval rule, "identical" (every difference 0) and "not judged"
+#: (too few paired seeds).
+VERDICTS = ("held", "did not hold", "not resolved", "identical", "not judged")
+#: How an interval sits against the paper's effect size (:func:`effect_verdict`).
+EFFECT_VERDICTS = ("reached", "consistent with", "short of")
 
 
 class Verdict(NamedTuple):
@@ -57,6 +82,9 @@ class Verdict(NamedTuple):
         min_seeds: the fewest differences a verdict needs.
         of: the seeds the claim had, those set aside included (``None``: ``n``).
         set_aside: one note per seed set aside, ``"seed 3 diverged (HWS β=10: nan)"``, ``"seed 4 missing (ERM)"``.
+        p_value: the two-sided p-value of the test the word comes from (NaN without a spread or below
+            ``min_seeds``); ``p_value < 1 − confidence`` exactly when the word is "held" or "did not hold".
+        note: ``"no spread"`` when every difference is the same non-zero number, else ``""``.
     """
 
     verdict: str
@@ -69,6 +97,8 @@ class Verdict(NamedTuple):
     min_seeds: int = 3
     of: int | None = None
     set_aside: tuple[str, ...] = ()
+    p_value: float = math.nan
+    note: str = ""
 
     @property
     def has_interval(self) -> bool:
@@ -88,6 +118,9 @@ class Verdict(NamedTuple):
         seeds = f"{self.n} seed" + ("s" if self.n != 1 else "")
         if self.n == 0:
             out = f"{self.verdict}: no paired seeds"
+        elif self.note == "no spread" or self.verdict == "identical":
+            what = "every difference 0" if self.verdict == "identical" else "every difference the same: no spread"
+            out = f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}, {what})"
         elif not self.has_interval or not (math.isfinite(low) and math.isfinite(high)):
             out = f"{self.verdict}: {self.mean * scale:+.{digits}f}{unit} ({seeds}: no interval)"
         else:
@@ -160,10 +193,16 @@ def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence
     confidence = check_number(confidence, "confidence", low=0, high=1, low_open=True, high_open=True)
     d = _differences(differences)
     n, mean = d.size, float(d.mean())
+    wins = int((d > threshold).sum())
+    if n >= min_seeds and np.all(d == d[0]):  # no spread: an interval of width 0 would claim a certainty it lacks
+        verdict, note = ("identical", "") if d[0] == 0 else ("not resolved", "no spread")
+        return Verdict(verdict, (mean, mean), mean, n, wins, threshold, confidence, min_seeds, n, (), math.nan, note)
+    p_value = math.nan
     if n > 1:
         se = float(d.std(ddof=1)) / math.sqrt(n)
         half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * se
         interval = (mean - half, mean + half)
+        p_value = float(2 * stats.t.sf(abs(mean - threshold) / se, n - 1)) if se > 0 else math.nan
     else:
         interval = (-math.inf, math.inf)
     verdict = "not judged" if n < min_seeds else "not resolved"
@@ -171,8 +210,8 @@ def judge(differences, *, threshold: float = 0.0, min_seeds: int = 3, confidence
         verdict = "held"
     elif n >= min_seeds and interval[1] < threshold:
         verdict = "did not hold"
-    wins = int((d > threshold).sum())
-    return Verdict(verdict, interval, mean, n, wins, threshold, confidence, min_seeds, n)
+    p_value = p_value if n >= min_seeds else math.nan
+    return Verdict(verdict, interval, mean, n, wins, threshold, confidence, min_seeds, n, (), p_value)
 
 
 def judge_seeds(
@@ -180,10 +219,12 @@ def judge_seeds(
     *,
     reasons: Mapping[int, str] | None = None,
     threshold: float = 0.0,
+    band: tuple[float, float] | None = None,
     min_seeds: int = 3,
     confidence: float = 0.95,
 ) -> Verdict:
-    """:func:`judge` on paired per-seed differences of which some may be missing or not finite: those seeds are set
+    """:func:`judge` (or :func:`judge_band` with ``band=(low, high)``) on paired per-seed differences of which some may
+    be missing or not finite: those seeds are set
     aside and named in the verdict (``Verdict.set_aside``, and its text), never dropped silently.
 
     Args:
@@ -192,6 +233,7 @@ def judge_seeds(
         reasons: seed → why it is set aside (``"diverged (HWS β=10: nan)"``, ``"missing (ERM)"``); a seed set aside
             without one is said to be missing (``None``) or diverged (``"diverged (nan)"``).
         threshold, min_seeds, confidence: as for :func:`judge`; fewer than ``min_seeds`` seeds left is "not judged".
+        band: ``(low, high)`` for a claim stated as a band (then ``threshold`` is ignored): :func:`judge_band`.
 
     Returns:
         :class:`Verdict` on the finite differences, with ``of`` (all the seeds) and ``set_aside``.
@@ -219,7 +261,8 @@ def judge_seeds(
         return Verdict(
             "not judged", (nan, nan), nan, 0, 0, threshold, confidence, min_seeds, len(by_seed), tuple(notes)
         )
-    v = judge(kept, threshold=threshold, min_seeds=min_seeds, confidence=confidence)
+    options = {"min_seeds": min_seeds, "confidence": confidence}
+    v = judge_band(kept, *band, **options) if band is not None else judge(kept, threshold=threshold, **options)
     return v._replace(of=len(by_seed), set_aside=tuple(notes))
 
 
@@ -258,17 +301,76 @@ def pair_seeds(
     return by_seed, reasons
 
 
-def judge_band(differences, low: float, high: float, **options) -> str:
-    """A claim stated as a band, ``low < mean < high``: two one-sided claims, combined by :func:`combine`.
+def judge_band(differences, low: float, high: float, **options) -> Verdict:
+    """A claim stated as a band, ``low < mean < high`` ("2.0–2.4× slower"): held when the whole interval lies
+    inside the band, did not hold when it lies wholly outside, not resolved otherwise.
 
-    ``judge(d, threshold=low)`` for the lower edge and ``judge(-d, threshold=-high)`` for the upper one;
-    ``options`` go to :func:`judge`.
+    The interval and mean are :func:`judge`'s; ``threshold`` is ``low``. The p-value is that of the reading the word
+    comes from: for "inside", the larger of the two one-sided p-values (both edges must be passed), for "outside"
+    the smaller, each doubled as :func:`judge`'s two-sided p-value is, so that ``p_value < 1 − confidence``
+    exactly when the word is "held" or "did not hold". ``options`` go to :func:`judge`.
     """
     low, high = check_number(low, "low"), check_number(high, "high")
     if not low < high:
         raise ValueError(f"a band needs low < high, got low={low}, high={high}")
     d = _differences(differences)
-    return combine([judge(d, threshold=low, **options).verdict, judge(-d, threshold=-high, **options).verdict])
+    base = judge(d, threshold=low, **options)
+    if base.verdict in ("not judged", "identical") or base.note:
+        return base
+    above_low, above_high = (judge(d, threshold=t, **options) for t in (low, high))
+    if above_low.verdict == "held" and above_high.verdict == "did not hold":
+        verdict = "held"
+    elif above_low.verdict == "did not hold" or above_high.verdict == "held":
+        verdict = "did not hold"
+    else:
+        verdict = "not resolved"
+    t_low, t_high = ((d.mean() - t) / (d.std(ddof=1) / math.sqrt(d.size)) for t in (low, high))
+    p_inside = max(stats.t.sf(t_low, d.size - 1), stats.t.cdf(t_high, d.size - 1))
+    p_outside = min(stats.t.cdf(t_low, d.size - 1), stats.t.sf(t_high, d.size - 1))
+    one_sided = {"held": p_inside, "did not hold": p_outside}.get(verdict, min(p_inside, p_outside))
+    p = float(min(1.0, 2 * one_sided))
+    return base._replace(verdict=verdict, p_value=p)
+
+
+def effect_verdict(verdict: Verdict, effect: float) -> str | None:
+    """How ``verdict``'s interval sits against the paper's effect size ``effect`` (in the same oriented units):
+    ``"reached"`` (its lower end is above it), ``"consistent with"`` (it contains it) or ``"short of"`` (its upper end
+    is below it); ``None`` when there is no interval to compare (too few seeds, no spread, one seed).
+
+    Example:
+        >>> effect_verdict(judge([0.06, 0.07, 0.08]), 0.0576)
+        'consistent with'
+    """
+    effect = check_number(effect, "effect")
+    if verdict.verdict in ("not judged", "identical") or verdict.note or not verdict.has_interval:
+        return None
+    low, high = verdict.interval
+    return "reached" if low > effect else "short of" if high < effect else "consistent with"
+
+
+def holm(p_values, alpha: float = 0.05) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979): claim ``i`` is rejected at family level ``alpha`` exactly when
+    its adjusted p-value is at most ``alpha``; the chance of one or more false rejections in the family is at most
+    ``alpha``, whatever the dependence between the tests. NaN (no test) stays NaN and takes no share of the family.
+
+    Sorted ascending, the ``k``-th smallest of ``m`` p-values becomes ``max over j ≤ k of min(1, (m − j + 1) p_(j))``.
+
+    Example:
+        >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03])]
+        [0.03, 0.06, 0.06]
+    """
+    check_number(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+    p = np.asarray(p_values, dtype=float).reshape(-1)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError(f"p_values must lie in [0, 1] (or be NaN), got {p.tolist()}")
+    tested = np.flatnonzero(~np.isnan(p))
+    out = np.full(p.shape, np.nan)
+    order = tested[np.argsort(p[tested], kind="stable")]
+    running, m = 0.0, order.size
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p[i]))
+        out[i] = running
+    return out.tolist()
 
 
 def combine(statuses: Iterable[str]) -> str:

@@ -2,8 +2,8 @@
 
 This file is the one list of methods: :data:`FAMILIES` groups them as the course teaches them and
 :data:`STRATEGIES` maps each class name to its class. A new method goes into the module of its family
-and into :data:`FAMILIES`; the determinism and checkpoint tests, and the capstone's
-:data:`dro_lab.experiments.comparison.METHODS`, pick from here.
+and into :data:`FAMILIES`; the determinism and checkpoint tests, and the course's every-method comparison,
+pick from here.
 
 * :mod:`~dro_lab.strategies.basic` — ERM, mini-batch DRO through a robust loss, OHEM;
 * :mod:`~dro_lab.strategies.sampling` — hardness-weighted sampling (Fidon et al.), importance sampling (Lahire);

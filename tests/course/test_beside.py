@@ -32,7 +32,7 @@ def test_the_reference_comes_first_with_its_command_and_verdicts():
         finals = result.final(claim["metric"])
         d = np.asarray(finals[claim["method"]]) - np.asarray(finals[claim["baseline"]])
         assert judge(d, threshold=claim["threshold"]).verdict == v["verdict"]
-        assert v["verdict_text"] in before
+        assert v["raw_text"] in before and v["verdict_adjusted"] in before
 
 
 def test_a_smoke_run_is_an_illustration_without_verdicts():

@@ -502,9 +502,9 @@ def test_invalid_parameters_stop_the_run_before_any_kernel_starts(tmp_path, caps
 
 
 def test_choices_known_only_at_run_time_are_checked_in_the_lesson():
-    """Lesson 07 narrows `methods` to the library's registry when it runs (``setup_lesson(..., choices=...)``): a
+    """Lesson 07 narrows `methods` to its study's registry when it runs (``setup_lesson(..., choices=...)``): a
     name outside it stops the set-up cell with the lesson's message. The namespace is the lesson's parameters cell."""
-    from dro_lab.experiments import METHODS
+    from dro_course.lessons.comparison import METHODS
 
     lesson = load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False).lesson("07")
     nb = nbformat.read(str(lesson.notebook), as_version=4)

@@ -1,1 +1,40 @@
-"""Lesson 07, every method compared: ``report`` (the comparison's table and what held)."""
+"""Lesson 07, every method compared: ``study`` (the methods, the benchmark, the runs, their summary and Pareto
+front), ``report`` (the comparison's table and what held) and its Run ``panels``."""
+
+from __future__ import annotations
+
+from dro_course.lessons.comparison.panels import comparison_panel
+from dro_course.lessons.comparison.report import (
+    ComparisonReport,
+    comparison_methods,
+    is_illustration_run,
+    methods_markdown,
+)
+from dro_course.lessons.comparison.study import (
+    FAMILIES,
+    METHODS,
+    MethodSpec,
+    available_methods,
+    make_benchmark,
+    paired_differences,
+    pareto_front,
+    run_comparison,
+    summarise,
+)
+
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "MethodSpec",
+    "available_methods",
+    "make_benchmark",
+    "paired_differences",
+    "pareto_front",
+    "run_comparison",
+    "summarise",
+    "ComparisonReport",
+    "comparison_methods",
+    "is_illustration_run",
+    "methods_markdown",
+    "comparison_panel",
+]

@@ -4,7 +4,7 @@
 shows, with the text beside every number honest about what it can carry:
 
 * a run on the smoke preset or with fewer than three paired seeds is **an illustration**
-  (:func:`is_illustration_run`, the rule of :func:`dro_lab.experiments.is_illustration`): its table and its
+  (:func:`is_illustration_run`, the rule of :func:`dro_course.beside.is_illustration`): its table and its
   narrative give the measured means and paired differences and say that no verdict is drawn;
 * otherwise every comparison with ERM is judged from the paired per-seed differences by the course's one rule,
   :func:`judge` (the 95 % Student-t interval of the mean difference: "held", "did not hold", "not resolved"),
@@ -23,14 +23,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from dro_course.lessons.comparison.study import METHODS, _check_rows, pareto_front, summarise
 from dro_lab._validation import check_int
-from dro_lab.experiments.comparison import METHODS, _check_rows, pareto_front, summarise
 from dro_lab.experiments.verdict import Verdict, judge, mean_sd_text
 
 __all__ = ["ComparisonReport", "comparison_methods", "is_illustration_run", "methods_markdown"]
 
 
-#: The lesson each method of :data:`~dro_lab.experiments.METHODS` comes from (the methods table's "lesson" column).
+#: The lesson each method of :data:`METHODS` comes from (the methods table's "lesson" column).
 LESSON_OF_METHOD: dict[str, str] = {
     "ERM": "01_dro_foundations",
     "Static weights": "04_group_dro_also",
@@ -50,7 +50,7 @@ LESSON_OF_METHOD: dict[str, str] = {
 
 def is_illustration_run(preset: str | None, n_seeds: int, *, min_seeds: int = 3) -> bool:
     """True when no verdict may be drawn from a run: the smoke preset, or fewer than ``min_seeds`` paired seeds
-    (the rule of :func:`dro_lab.experiments.is_illustration`, for runs that are not an ExperimentResult)."""
+    (the rule of :func:`dro_course.beside.is_illustration`, for runs that are not an ExperimentResult)."""
     if preset is not None and not isinstance(preset, str):
         raise TypeError(f"preset must be a preset name (str) or None, got {type(preset).__name__}")
     n_seeds = check_int(n_seeds, "n_seeds", low=1)

@@ -14,7 +14,20 @@ from ...metrics import evaluate
 from ...models import make_model
 from ..protocol import Splits
 
-__all__ = ["image_sets", "keep_count", "per_class_subset", "holdout", "build_model", "class_metrics", "TEST_SEED"]
+__all__ = [
+    "image_sets",
+    "keep_count",
+    "per_class_subset",
+    "holdout",
+    "validation_floor",
+    "build_model",
+    "class_metrics",
+    "TEST_SEED",
+    "VAL_FLOOR",
+]
+
+#: The fewest validation images of a class a claim is about: with 3 images, one image moves the score by 33 points.
+VAL_FLOOR = 30
 
 #: The test images are drawn once with this seed (when a preset subsamples them): every seed and every
 #: method is measured on the same test set, so the paired differences hold no test-set draw.
@@ -59,6 +72,32 @@ def holdout(train: ArrayDataset, test: ArrayDataset, config: Mapping, seed: int,
     counts = torch.bincount(fit_part.y, minlength=fit_part.num_classes).tolist()
     info = {**info, "train_per_class": counts, "val": len(val), "test": len(test)}
     return Splits(fit_part, val, test, info)
+
+
+def validation_floor(
+    pool: ArrayDataset, used: torch.Tensor, val: ArrayDataset, classes, count: int, seed: int
+) -> ArrayDataset:
+    """``val`` with images of each of ``classes`` added from ``pool``'s unused ones (``used``: a mask over ``pool``
+    of the images already in the training or validation split) until it holds ``count`` of each: tuning then
+    ranks settings on enough images of the classes the claims are about, where thinning the validation split
+    like the training split would leave a handful."""
+    y, gen = pool.y.cpu(), torch.Generator().manual_seed(seed)
+    extra = torch.zeros(len(pool), dtype=torch.bool)
+    for c in classes:
+        need = count - int((val.y.cpu() == c).sum())
+        free = ((y == c) & ~used.cpu()).nonzero().squeeze(1)
+        if need > free.numel():
+            raise ValueError(
+                f"class {c} has {free.numel()} unused images, fewer than the {need} validation images needed"
+            )
+        if need > 0:
+            extra[free[torch.randperm(free.numel(), generator=gen)[:need]]] = True
+    added = pool.subset(extra)
+    return ArrayDataset(
+        torch.cat([val.x, added.x.to(val.x.device)]),
+        torch.cat([val.y, added.y.to(val.y.device)]),
+        num_classes=val.num_classes,
+    )
 
 
 def build_model(train: ArrayDataset, config: Mapping) -> torch.nn.Module:

@@ -295,7 +295,7 @@ def test_experiment_panel_twin_retrains_only_the_methods_that_take_the_knob():
 
 
 def test_comparison_panel_twin_draws_run_fns_summaries():
-    from dro_lab.experiments import pareto_front
+    from dro_course.lessons.comparison import comparison_panel, pareto_front
 
     calls = []
 
@@ -308,7 +308,7 @@ def test_comparison_panel_twin_draws_run_fns_summaries():
                 for k, m in enumerate(methods)]  # fmt: skip
 
     names = ["ERM", "KL-DRO", "DONE"]
-    box = panels.comparison_panel(run_fn, names, beta=10.0)
+    box = comparison_panel(run_fn, names, beta=10.0)
     twin = _twin(box)
     assert _labels(twin, 0) == ["0.1", "10", "100"] and len(twin.layout.sliders) == 6
     assert len(twin.frames) == 1 + 2 + 5  # β at both ends, every other knob at its farther end

@@ -17,7 +17,7 @@ import random
 import pytest
 
 from dro_course import figures
-from dro_lab.experiments import METHODS
+from dro_course.lessons.comparison.study import METHODS
 
 CHAR = 0.7  # font sizes per character: the test's own approximation of a label's width
 

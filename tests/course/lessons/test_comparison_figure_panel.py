@@ -12,7 +12,7 @@ import torch
 from _util import fake_comparison_rows as _fake_rows  # tests/_util.py
 
 from dro_course.lessons.comparison.report import LESSON_OF_METHOD
-from dro_lab.experiments import METHODS, make_benchmark, pareto_front, run_comparison, summarise
+from dro_course.lessons.comparison.study import METHODS, make_benchmark, pareto_front, run_comparison, summarise
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -84,7 +84,7 @@ def test_comparison_figure_traces():
 
 
 def test_comparison_panel_runs_the_selection_with_the_slider_values():
-    from dro_course import panels
+    from dro_course.lessons.comparison import panels
 
     calls = []
     table = _summary()
@@ -124,7 +124,7 @@ def test_comparison_panel_runs_the_selection_with_the_slider_values():
 def test_the_panel_builds_its_own_run_function(bench):
     """Run with ``options``: the selected methods with one seed and the sliders' knobs, the same numbers as
     run_comparison called directly."""
-    from dro_course import panels
+    from dro_course.lessons.comparison import panels
 
     train, test = bench
     small = (train.subset(torch.arange(0, len(train), 3)), test)

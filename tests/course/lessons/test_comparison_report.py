@@ -26,7 +26,8 @@ from dro_course.lessons.comparison.report import (
     is_illustration_run,
     methods_markdown,
 )
-from dro_lab.experiments import METHODS, ExperimentResult
+from dro_course.lessons.comparison.study import METHODS
+from dro_lab.experiments import ExperimentResult
 
 VERDICT_WORDS = re.compile(r"\b(held|did not hold|not resolved)\b")
 

@@ -77,10 +77,14 @@ IMAGE_STRATEGIES = {"CutMixStrategy", "CutoutStrategy"}  # need (C, H, W) inputs
 
 
 def small_benchmark(n: int) -> dict:
-    """The first ``n`` examples of lesson 07's benchmark, flat (MLP) and as 1×8×8 images (CNN)."""
-    from dro_lab.experiments import make_benchmark
+    """The first ``n`` examples of scikit-learn's digits, classes 0–4 thinned to a fifth in training, in two groups
+    (those classes and the others), flat (MLP) and as 1×8×8 images (CNN)."""
+    from dro_lab.data import assign_groups, groups_from_classes, load_digits, make_imbalanced
 
-    flat = make_benchmark(keep_fraction=0.2)
+    train, test = load_digits(flatten=True, seed=0)
+    train = make_imbalanced(train, classes=range(5), keep_fraction=0.2, generator=0)
+    minority = [int(c < 5) for c in range(10)]
+    flat = [assign_groups(d, lambda x, y: groups_from_classes(y, minority), num_groups=2) for d in (train, test)]
     train, test = (dro_lab.ArrayDataset(d.x[:n], d.y[:n], groups=d.groups[:n]) for d in flat)
     images = tuple(dro_lab.ArrayDataset(d.x.view(-1, 1, 8, 8), d.y, groups=d.groups) for d in (train, test))
     return {"flat": (train, test), "image": images}

@@ -64,9 +64,10 @@ def test_the_seed_minimum_never_calls_a_claim():
 
 def test_a_band_is_two_one_sided_claims():
     ratios = np.array([2.2, 2.25, 2.15, 2.2, 2.2])
-    assert judge_band(ratios, 2.0, 2.4) == "held"
-    assert judge_band(ratios, 2.3, 2.6) == "did not hold"  # below the band's lower edge
-    assert judge_band(ratios, 2.19, 2.4) == "not resolved"
+    assert judge_band(ratios, 2.0, 2.4).verdict == "held"
+    assert judge_band(ratios, 2.3, 2.6).verdict == "did not hold"  # below the band's lower edge
+    assert judge_band(ratios, 2.19, 2.4).verdict == "not resolved"
+    assert judge_band(ratios + 7.4, 2.0, 2.4).verdict == "did not hold"  # 9.6×, far above a 2.0–2.4× band
 
 
 def test_text_shows_the_interval_beside_the_word():
@@ -84,7 +85,7 @@ def test_combine_and_mean_sd_text():
     assert combine(["held", "not judged"]) == "not judged"
     assert combine(["not resolved", "not judged", "held"]) == "not judged"
     assert combine(["not judged", "did not hold"]) == "did not hold"
-    assert set(VERDICTS) == {"held", "did not hold", "not resolved", "not judged"}
+    assert set(VERDICTS) == {"held", "did not hold", "not resolved", "identical", "not judged"}
     assert mean_sd_text([0.5, 0.7]) == f"0.600 ± {np.std([0.5, 0.7], ddof=1):.3f}"
     assert mean_sd_text([0.25], 1, scale=100) == "25.0"
     assert mean_sd_text([float("nan"), 1.0]) == "–"

@@ -1,4 +1,7 @@
-"""dro_lab.strategies is the one list of training methods: every strategy class is in it, exported, and used."""
+"""dro_lab.strategies is the one list of training methods: every strategy class is in it, once, and exported.
+
+That the course's every-method comparison picks from it is checked in tests/course/lessons/test_comparison_study.py.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import inspect
 import dro_lab
 import dro_lab.strategies as S
 from dro_lab.engine import Strategy
-from dro_lab.experiments.comparison import METHODS, make_benchmark
 
 
 def _defined_strategies() -> set[str]:
@@ -41,26 +43,3 @@ def test_every_listed_strategy_is_a_top_level_name():
     }
     assert exported == set(S.STRATEGIES)
     assert all(getattr(dro_lab, name) is cls for name, cls in S.STRATEGIES.items())
-
-
-def test_the_capstone_methods_pick_from_the_list():
-    knobs = dict(
-        beta=10.0,
-        cvar_alpha=0.2,
-        is_alpha=0.5,
-        is_refresh_every=None,
-        group_step=0.01,
-        also_alpha=1.0,
-        pi_lr=0.01,
-        eps=0.1,
-        attack_steps=2,
-        done_r=1.0,
-        ls_alpha=0.1,
-        gils_gamma=1e-3,
-        gils_eta=0.1,
-        gils_steps=1,
-    )
-    for name, spec in METHODS.items():
-        strategy = spec.build(knobs)
-        assert type(strategy) in S.STRATEGIES.values(), name
-    assert make_benchmark  # the benchmark the methods run on is importable beside them

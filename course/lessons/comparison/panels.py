@@ -4,8 +4,8 @@ Training is not live: the Run button re-runs the chosen methods on a small budge
 :func:`dro_course.figures.comparison_figure` in place. Every α says which one it is (CVaR level, importance-sampling
 mixing, ALSO's optimism, label smoothing); β is KL-DRO's and HWS's (ALSO's τ = 1/β) and r is DONE's temperature.
 
-The panel builds its own run function from the comparison's options (the arguments of
-:func:`dro_lab.experiments.run_comparison`: data, budget, device and every knob), or takes one.
+The panel builds its own run function from the comparison's options (the arguments of the lesson's
+:func:`~dro_course.lessons.comparison.study.run_comparison`: data, budget, device, every knob) or takes one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from dro_course import figures
+from dro_course.lessons.comparison.study import METHODS, pareto_front, run_comparison, summarise
 from dro_course.panels.panels import _ends, figure_box, redraw
 from dro_course.panels.sliders import (
     STYLE,
@@ -29,7 +30,8 @@ from dro_course.panels.sliders import (
 )
 from dro_course.panels.twin import knob, knobs_from_controls, static_twin_of, twin_note
 from dro_lab._validation import check_callable, check_int
-from dro_lab.experiments.comparison import METHODS, pareto_front, run_comparison, summarise
+
+__all__ = ["comparison_panel"]
 
 _RUN_TIP = "re-train the selected methods on a small budget (one seed; seconds per method)"
 #: The slider knobs and their defaults (those of run_comparison).
@@ -63,17 +65,17 @@ def comparison_panel(
 
     Two ways to say what Run does:
 
-    * ``options`` (``run_fn`` left None): the keyword arguments of :func:`dro_lab.experiments.run_comparison`
+    * ``options`` (``run_fn`` left None): the keyword arguments of :func:`run_comparison`
       — ``data``, ``batch_size``, ``lr``, ``hidden``, ``threads``, ``device`` and the knobs (``beta``, ``done_r``,
       …, ``gils_steps``) — with which the selected methods are trained with one seed (``seed``) for ``epochs``
       epochs, the six sliders' values replacing the knobs of the same name;
     * ``run_fn(methods=[...], beta=, done_r=, cvar_alpha=, is_alpha=, also_alpha=, ls_alpha=)``: trains and
-      returns the per-method summary (:func:`dro_lab.experiments.summarise`) or its rows (summarised here).
+      returns the per-method summary (:func:`summarise`) or its rows (summarised here).
 
     ``methods`` lists the selectable names (default: every method of :data:`METHODS`), ``selected`` those chosen
     at first (default: all). A slider starts at its argument, else at the knob of the same name in ``options``,
     else at run_comparison's default. The figure is :func:`dro_course.figures.comparison_figure` with the Pareto front
-    of :func:`dro_lab.experiments.pareto_front`; ``summary`` (e.g. the notebook's headless result) is drawn
+    of :func:`pareto_front`; ``summary`` (e.g. the notebook's headless result) is drawn
     before the first click. The read-out names the best worst-group method and the front. Printed output and
     errors of a run show under the button.
 

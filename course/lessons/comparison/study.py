@@ -1,4 +1,4 @@
-"""Every method of the course on one benchmark: a method registry and a runner.
+"""Lesson 07's study, every method of the course on one benchmark: a method registry and a runner.
 
 The every-method comparison runs one method per course idea on the same data, the same model, the same
 optimizer, the same seeds and the same thread count, through the one training engine
@@ -30,13 +30,13 @@ from types import MappingProxyType
 import numpy as np
 import torch
 
-from .._validation import check_bool, check_int, check_number, check_optional_int
-from ..data.embedded import load_digits
-from ..data.groups import assign_groups, groups_from_classes, make_imbalanced
-from ..engine.loop import fit
-from ..models import MLP
-from ..strategies import STRATEGIES
-from ..utils import resolve_device, seed_everything
+from dro_lab._validation import check_bool, check_int, check_number, check_optional_int
+from dro_lab.data.embedded import load_digits
+from dro_lab.data.groups import assign_groups, groups_from_classes, make_imbalanced
+from dro_lab.engine.loop import fit
+from dro_lab.models import MLP
+from dro_lab.strategies import STRATEGIES
+from dro_lab.utils import resolve_device, seed_everything
 
 __all__ = [
     "FAMILIES",

@@ -1,10 +1,11 @@
-"""The capstone comparison (dro_lab.comparison, lesson 07) against independent oracles.
+"""Lesson 07's study (dro_course.lessons.comparison.study, every method compared) against independent oracles.
 
 * the ERM row equals a hand-written Adam loop with the same seed (same init, same batch order), and its
   average / worst-group accuracy equal a brute-force Python loop over that model's test predictions;
 * the Pareto front equals a brute-force dominance check; summaries equal ``statistics`` means / stdevs;
 * the registry holds one method from each of lessons 01–06; same seed → same accuracies for every method;
-* bad inputs raise ValueError naming the argument; the figure and panel show what they are given.
+* every method builds a strategy of dro_lab.strategies.STRATEGIES;
+* bad inputs raise ValueError naming the argument.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import torch.nn.functional as F
 from _util import fake_comparison_rows as _fake_rows  # tests/_util.py
 
 import dro_lab
-from dro_lab.experiments import (
+import dro_lab.strategies as S
+from dro_course.lessons.comparison.study import (
     FAMILIES,
     METHODS,
+    MethodSpec,
     available_methods,
     make_benchmark,
     paired_differences,
@@ -337,8 +340,6 @@ def test_summary_helpers_validate():
 def test_a_method_spec_of_ones_own_runs_beside_the_registry(bench):
     """OHEM is not in METHODS: a MethodSpec of one's own trains it; at keep = 1 it keeps every example of every
     batch (the top-k of all b losses is the batch mean), so it trains exactly as ERM does."""
-    from dro_lab.experiments import MethodSpec
-
     train, test = bench
     small = (train.subset(torch.arange(0, len(train), 2)), test)
     ohem = MethodSpec("OHEM", "keep", "top-k of each batch", "OHEMStrategy",
@@ -372,9 +373,30 @@ def test_data_as_a_dict_of_make_benchmark_arguments():
 
 
 def test_every_method_has_a_family():
-    from dro_lab.experiments.comparison import FAMILIES
-
     assert {spec.family for spec in METHODS.values()} == set(FAMILIES)
     told = [m for m, spec in METHODS.items() if spec.family == "groups"]
     assert told == ["Static weights", "Upsampling", "Online group DRO", "ALSO"]
     assert [m for m, spec in METHODS.items() if spec.family == "baseline"] == ["ERM", "AT", "LS"]
+
+
+def test_every_method_picks_a_strategy_from_the_library_list():
+    """Every method of the comparison builds a strategy of the library's one list, dro_lab.strategies.STRATEGIES."""
+    knobs = dict(
+        beta=10.0,
+        cvar_alpha=0.2,
+        is_alpha=0.5,
+        is_refresh_every=None,
+        group_step=0.01,
+        also_alpha=1.0,
+        pi_lr=0.01,
+        eps=0.1,
+        attack_steps=2,
+        done_r=1.0,
+        ls_alpha=0.1,
+        gils_gamma=1e-3,
+        gils_eta=0.1,
+        gils_steps=1,
+    )
+    for name, spec in METHODS.items():
+        strategy = spec.build(knobs)
+        assert type(strategy) in S.STRATEGIES.values(), name
