@@ -11,9 +11,18 @@ that runs a paper's experiment (the library knows the references by name only).
 from __future__ import annotations
 
 from dro_lab.experiments.reference import Reference, _shown, load_reference
-from dro_lab.experiments.result import ExperimentResult
+from dro_lab.experiments.result import ExperimentResult, verdict_table
 
-__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "is_illustration"]
+__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "claims_in_words", "is_illustration"]
+
+#: What each verdict means, in a sentence a student reads beside the numbers.
+_MEANING = {
+    "held": "held — the whole interval is on the claim's side",
+    "did not hold": "did not hold — the whole interval is on the other side: the opposite of the claim",
+    "not resolved": "not resolved — the interval reaches both sides, so these seeds cannot tell",
+    "identical": "nothing to judge — the two methods made exactly the same runs",
+    "not judged": "not judged — too few paired seeds",
+}
 
 #: Lesson id -> the name of its shipped reference (:data:`dro_lab.experiments.REFERENCES`), one per paper lesson.
 REFERENCE_FOR_LESSON: dict[str, str] = {
@@ -87,7 +96,46 @@ def beside_reference(
         result = reference.result(label or None)
         command = dict((name, cmd) for name, cmd, _ in reference.parts)[label]
         lines += [f"#### {label}", ""] if label else []
-        lines += [f"*{reference.provenance(label or None)}*", "", f"`{command}`", "", result.markdown(columns), ""]
+        lines += [f"*{reference.provenance(label or None)}*", "", f"`{command}`", ""]
+        lines += [result.markdown(columns, verdicts=False), ""]
+    rows = [v for v in reference.verdicts() if v["part"] in labels]  # Holm over all of the paper's claims
+    lines += [verdict_table(rows), ""] if rows else []
     illustration = is_illustration(live, min_seeds=min_seeds)
     lines += [_live_heading(live, illustration), "", live.markdown(columns, verdicts=not illustration)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def claims_in_words(reference: Reference | str, *, part: str | None = None) -> str:
+    """Markdown: one bullet per claim of a reference — what the paper said, what the reference run found and what
+    that means, with the Holm-adjusted verdict (the one to quote) and the reading against the paper's own number.
+
+    Generated from the shipped file, so it never disagrees with the tables beside it."""
+    if isinstance(reference, str):
+        reference = load_reference(REFERENCE_FOR_LESSON.get(reference, reference))
+    if not isinstance(reference, Reference):
+        raise TypeError(f"reference must be a Reference or its name, got {type(reference).__name__}")
+    rows = [v for v in reference.verdicts() if part is None or v["part"] == part]
+    family = max((v["family"] for v in rows), default=0)
+    out = []
+    for v in rows:
+        where = f" ({v['part']})" if v["part"] and part is None else ""
+        found = v["raw_text"].split(": ", 1)[-1]
+        word = "not resolved" if v["note"] == "no spread" else v["verdict_adjusted"]
+        meaning = _MEANING[word] if v["note"] != "no spread" else "not resolved — every seed gave the same difference"
+        line = f"- **{v['text']}**{where}. The paper: {v['paper']}. Here: {found}."
+        if v["verdict"] != word and v["verdict"] in ("held", "did not hold"):
+            line += (f" Alone this would read “{v['verdict']}”, but judged together with the paper's other "
+                     f"{family - 1} claims (Holm's correction) it is **not resolved**: among that many claims one "
+                     "interval this far from 0 can happen by chance.")  # fmt: skip
+        else:
+            line += f" Judged together with the paper's other {family - 1} claims (Holm's correction): **{meaning}**."
+        if v["same_as"]:
+            line += f" The same comparison as “{v['same_as']}”: the baseline made the same runs."
+        if v.get("effect_verdict"):
+            scale = v["scale"]
+            effect = f"{v['paper_effect'] * scale:+.{1 if scale >= 100 else 3}f}{v['unit']}"
+            line += f" Against the paper's own {effect}: {v['effect_verdict']} it."
+        if v.get("baseline_below"):
+            line += f" Careful: {v['baseline_below']}."
+        out.append(line)
+    return "\n".join(out) + "\n"

@@ -152,8 +152,9 @@ class ExperimentResult:
         either method, or whose value is not a finite number (a run that diverged), is set aside and named in
         ``set_aside`` and in the text; a claim left with fewer than ``min_seeds`` paired seeds is "not judged"."""
         out, compared = [], {}
-        for c in self.claims:
-            claim = Claim(**c)
+        for stored in self.claims:
+            claim = Claim(**stored)
+            c = asdict(claim)  # every field, those a file made before it existed included
             by_seed, reasons = self._paired(claim)
             v = judge_seeds(by_seed, reasons=reasons, threshold=claim.threshold, band=claim.band, **options)
             key = (claim.method, claim.metric, claim.threshold, claim.band, json.dumps(by_seed, sort_keys=True))
@@ -181,7 +182,7 @@ class ExperimentResult:
 
     def _below_plain(self, claim: Claim, **options) -> str | None:
         """The text of "the baseline falls below plain training" where it does, else None."""
-        if self.plain is None or claim.baseline == self.plain or self.plain not in self.methods:
+        if self.plain is None or self.plain in (claim.baseline, claim.method) or self.plain not in self.methods:
             return None
         below = Claim(claim.text, claim.metric, claim.baseline, self.plain, claim.higher_is_better)
         by_seed, reasons = self._paired(below)

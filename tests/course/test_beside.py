@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dro_course.beside import beside_reference, is_illustration
+from dro_course.beside import beside_reference, claims_in_words, is_illustration
 from dro_lab.experiments import judge, load_reference
 
 
@@ -145,3 +145,26 @@ def test_the_reference_is_drawn_beside_a_live_run():
         np.testing.assert_allclose(right[m].y, 100 * np.array(seed0["curves"]["minority_accuracy"]))
         assert left[m].line.color == right[m].line.color and right[m].showlegend is False
     assert len({t.line.color for t in left.values()}) == len(reference.methods)
+
+
+@pytest.mark.parametrize("name", ["hws", "also", "done"])
+def test_claims_in_words_quote_the_holm_adjusted_verdict_of_every_claim(name):
+    reference = load_reference(name)
+    rows = reference.verdicts()
+    words = claims_in_words(reference).splitlines()
+    assert len(words) == len(rows)
+    tested = [v for v in rows if not v["same_as"] and v["verdict"] in ("held", "did not hold", "not resolved")]
+    for line, v in zip(words, rows):
+        assert line.startswith(f"- **{v['text']}**") and v["raw_text"].split(": ", 1)[1] in line
+        changed = v["verdict"] in ("held", "did not hold") and v["verdict_adjusted"] == "not resolved"
+        assert (f"Alone this would read “{v['verdict']}”" in line) == changed
+        if not v["same_as"] and v["note"] != "no spread":
+            assert f"other {len(tested) - 1} claims" in line
+
+
+def test_a_reference_with_two_parts_is_one_family_beside_a_live_run():
+    reference = load_reference("also")
+    text = beside_reference(_live("also", part="ratio 10"), reference)
+    for v in reference.verdicts():  # Holm over both ratios, not per ratio
+        assert f"{v['part']}: {v['text']}" in text
+    assert all(v["family"] == reference.verdicts()[0]["family"] for v in reference.verdicts())

@@ -92,6 +92,8 @@ def validation_floor(
             )
         if need > 0:
             extra[free[torch.randperm(free.numel(), generator=gen)[:need]]] = True
+    if not extra.any():
+        return val
     added = pool.subset(extra)
     return ArrayDataset(
         torch.cat([val.x, added.x.to(val.x.device)]),
