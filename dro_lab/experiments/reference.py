@@ -127,7 +127,10 @@ REFERENCES: dict[str, ReferencePlan] = {
         ),
     ),
     "done": _one("done"),
-    "gils": _one("gils"),
+    "gils": ReferencePlan(
+        "gils",
+        (ReferencePart("", "gils"), ReferencePart(_SECOND, "gils", {}, "10-14", ("GI-LS", "CE"))),
+    ),
 }
 
 
@@ -148,8 +151,8 @@ class Reference:
         return [label for label, _, _ in self.parts]
 
     def result(self, label: str | None = None) -> ExperimentResult:
-        """The result of one part (``label`` may be left out when there is one part)."""
-        if label is None and len(self.parts) == 1:
+        """The result of one part (``label`` may be left out for the first part, the reference's main run)."""
+        if label is None:
             return self.parts[0][2]
         for name, _, result in self.parts:
             if name == label:
@@ -179,7 +182,7 @@ class Reference:
         for label, command, result in self.parts:
             if label:
                 lines += [f"#### {label}", ""]
-            lines += [f"*{self.provenance(label or None)}*", "", f"`{command}`", ""]
+            lines += [f"*{self.provenance(label)}*", "", f"`{command}`", ""]
             lines += [result.markdown(_shown(result), verdicts=False), "", tuning_markdown(result), ""]
             lines += [sampler_markdown(result), ""] if "sampler_ess" in _curve_names(result) else []
         lines += ["#### Verdicts", "", verdict_table(self.verdicts())]

@@ -1,8 +1,10 @@
 """Wang et al.'s GI-LS experiment (dro_lab.experiments.papers.gils), checked from the outside: every arm's tuning
-budget and first grid point, GI-LS's grid (T = 0 in it, the default small η first, η inside the search box), the
-class counts against the paper's Table 1 typed in here and the images against the raw scikit-learn digits and
-Fashion-MNIST files, the metrics against scikit-learn and a hand-computed relative shift, a smoke run that yields
-every metric, curve and claim (GI-LS's shift for GI-LS only), and the JSON round trip."""
+budget (coverage, every value tried, grid sizes within 4×, counted here) and first grid point, GI-LS's grid (two
+values of each of α, T, η inside the paper's box, the default small η first), the claims' effects against the
+paper's Tables 3–6 typed in here, the class counts against Table 1 and the images against the raw scikit-learn
+digits and Fashion-MNIST files (a validation split of ≥ 30 images a class, disjoint from the other splits), the
+metrics against scikit-learn and a hand-computed relative shift, a smoke run that yields every metric, curve and
+claim (GI-LS's shift for GI-LS only), and the JSON round trip."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ TILE_TRAIN, TILE_TEST = (460, 41, 57, 52, 27, 13), (492, 62, 58, 33, 27, 16)
 DIGITS_OF = ({0, 1, 2, 3, 9}, {4}, {5}, {6}, {7}, {8})
 #: The Fashion-MNIST analogue: T-shirt/top, trouser, pullover, dress, coat, shirt.
 FASHION_LABELS = (0, 1, 2, 3, 4, 6)
+#: The paper's MT top-1 accuracies with ResNet18 (Tables 3–6): GI-LS 84.2 and each baseline.
+RESNET18_MT = {"CE": 76.2, "LS": 75.0, "Mixup": 74.9, "CutMix": 75.9, "Cutout": 74.3, "FGSM-aug": 71.6, "PGD-aug": 71.5}
 METRICS = {
     "accuracy",
     "balanced_accuracy",
@@ -51,6 +55,18 @@ def _counts(*datasets, k):
     return tuple(sum(torch.bincount(d.y, minlength=k)[c].item() for d in datasets) for c in range(k))
 
 
+def _check_validation(s, drawn, k):
+    """The validation split holds ≥ 30 images of every class: the stratified fifth of the ``drawn`` training
+    counts, topped up with images outside the training split where a class has fewer."""
+    train, val = _counts(s.train, k=k), _counts(s.val, k=k)
+    assert min(val) >= 30, val
+    for c in range(k):
+        assert abs(train[c] - 0.8 * drawn[c]) <= 1, (c, train[c], drawn[c])  # the training split is not thinned
+        assert train[c] + val[c] == max(drawn[c], train[c] + 30), (c, train[c], val[c], drawn[c])
+    train_images = {x.numpy().tobytes() for x in s.train.x}
+    assert not any(x.numpy().tobytes() in train_images for x in s.val.x), "validation images are not trained on"
+
+
 # ---------------------------------------------------------------------------------------------- the design
 def test_the_arms_and_their_grids_start_from_each_methods_default():
     assert tuple(a.name for a in EXP.arms) == ARMS
@@ -58,8 +74,11 @@ def test_the_arms_and_their_grids_start_from_each_methods_default():
     lr = EXP.arms[0].grid["lr"]
     for arm in EXP.arms:
         assert tuple(arm.grid["lr"]) == tuple(lr), "one learning-rate grid shared by every arm"
-        assert tuple(arm.grid["weight_decay"]) == tuple(EXP.arms[0].grid["weight_decay"])
-        assert first[arm.name]["weight_decay"] == 0.0
+        if arm.name != "GI-LS":
+            assert tuple(arm.grid["weight_decay"]) == tuple(EXP.arms[0].grid["weight_decay"])
+            assert first[arm.name]["weight_decay"] == 0.0
+    assert "weight_decay" not in EXP.arm("GI-LS").grid and "weight_decay" not in EXP.arm("GI-LS").options
+    assert _default(dro_lab.fit, "weight_decay") == 0.0, "GI-LS trains without weight decay"
     assert first["LS"]["alpha"] == _default(dro_lab.LabelSmoothingStrategy, "alpha")
     assert first["Mixup"]["beta_param"] == _default(dro_lab.MixupStrategy, "beta_param") == 1.0
     assert first["Cutout"]["size"] is None  # the strategy's default: half the image side
@@ -68,11 +87,12 @@ def test_the_arms_and_their_grids_start_from_each_methods_default():
     assert np.all(lrs[1:] / lrs[:-1] > 1.5), "the learning rates are spread on a log scale"
 
 
-def test_gils_grid_holds_t0_and_starts_from_the_default_small_eta():
+def test_gils_grid_tunes_the_papers_knobs_and_starts_from_the_default_small_eta():
     arm = EXP.arm("GI-LS")
     assert arm.strategy == "GILSStrategy" and arm.options["gamma"] == 1e-3  # the paper's γ
-    assert 0 in arm.grid["steps"], "T = 0 (plain label smoothing) must be in GI-LS's grid"
-    assert 0.0 in arm.grid["alpha"], "α = 0 (Volpi's ADA) must be in GI-LS's grid"
+    assert set(arm.grid) == {"lr", "alpha", "steps", "eta"}
+    assert all(len(set(arm.grid[k])) >= 2 for k in ("alpha", "steps", "eta")), "the paper's α, T and η are tuned"
+    assert all(0.0 <= a <= 0.5 for a in arm.grid["alpha"]) and all(1 <= t <= 15 for t in arm.grid["steps"])  # §4.2
     first = arm.settings(1, 0)[0]
     for knob in ("alpha", "steps", "eta"):
         assert first[knob] == _default(dro_lab.GILSStrategy, knob), knob
@@ -84,20 +104,37 @@ def test_gils_grid_holds_t0_and_starts_from_the_default_small_eta():
     assert max(arm.grid["steps"]) <= GILS_SEARCH_SPACE["steps"][2]
 
 
-def test_every_preset_fits_every_arms_grid():
+def test_every_tuned_preset_covers_every_grid_alike_under_the_papers_schedule():
     for dataset, presets in EXP.presets.items():
         assert {"smoke", "full"} <= set(presets), dataset
         for preset, config in presets.items():
-            assert config["trials"] <= min(a.grid_size for a in EXP.arms), (dataset, preset)
             assert config["optimizer"] == "adam"
+            long = config["epochs"] > 20
+            assert config["lr_schedule"] == ("step:20:0.3" if long else None), (dataset, preset)  # × 0.3 every 20
+            assert config["average_last"] == (3 if preset != "smoke" else 1), (dataset, preset)
+            if preset == "smoke":
+                continue
+            trials, sizes = config["trials"], {}
+            for arm in EXP.arms:
+                size = math.prod(len(v) for v in arm.grid.values())
+                sizes[arm.name] = size
+                assert min(trials, size) >= 0.25 * size, (arm.name, trials, size)
+                tried = arm.settings(trials, 0)
+                assert len(tried) == min(trials, size)
+                for knob, values in arm.grid.items():
+                    assert {t[knob] for t in tried} == set(values), (arm.name, knob, "every value tried")
+            assert max(sizes.values()) <= 4 * min(sizes.values()), sizes
     assert set(EXP.presets) == {"digits", "fashion-mnist"}
 
 
 def test_the_claims_are_gils_against_every_baseline_with_the_papers_numbers():
     assert {c.baseline for c in EXP.claims} == set(ARMS) - {"GI-LS"}
+    assert EXP.plain == "CE", "a claim against a baseline below plain cross-entropy is flagged"
     for c in EXP.claims:
         assert c.method == "GI-LS" and c.metric == "balanced_accuracy" and c.higher_is_better
         assert c.threshold == 0.0 and "Table" in c.paper and "84.2" in c.paper
+        assert c.paper_effect == pytest.approx((84.2 - RESNET18_MT[c.baseline]) / 100)
+        assert str(RESNET18_MT[c.baseline]) in c.paper and "balanced accuracy" in c.paper
     ce = next(c for c in EXP.claims if c.baseline == "CE")
     assert "76.2" in ce.paper and "75.0" in ce.paper and "77.2" in ce.paper
 
@@ -111,9 +148,11 @@ def test_digits_mt_has_table_1s_counts_and_the_right_digits():
     }
     for seed in (0, 4):
         s = EXP.data("digits", seed, config)
-        assert _counts(s.train, s.val, k=6) == MT_TRAIN
+        _check_validation(s, MT_TRAIN, 6)
         assert _counts(s.test, k=6) == MT_TEST
-        for ds in (s.train, s.test):
+        test_images = {x.numpy().tobytes() for x in s.test.x}
+        assert not any(x.numpy().tobytes() in test_images for x in s.val.x), "no test image in validation"
+        for ds in (s.train, s.val, s.test):
             for x, y in zip(ds.x[::7], ds.y[::7]):
                 image = (x[0].numpy() * 16).round().astype(np.float32).tobytes()
                 assert any(image in raw[d] for d in DIGITS_OF[int(y)]), f"label {int(y)} is not one of its digits"
@@ -129,7 +168,8 @@ def test_the_other_defect_sets_have_their_tables_counts(defects, train, test):
     s = EXP.data("digits", 1, config)
     k = len(train)
     assert s.train.num_classes == k
-    assert _counts(s.train, s.val, k=k) == train and _counts(s.test, k=k) == test
+    _check_validation(s, train, k)
+    assert _counts(s.test, k=k) == test
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +186,12 @@ def test_fashion_few_data_subset_has_the_configured_counts_and_real_images(fashi
     raw_train, raw_test = fashion
     config = EXP.config("fashion-mnist", preset, {"size": 28})
     s = EXP.data("fashion-mnist", 2, config)
-    assert _counts(s.train, s.val, k=6) == tuple(config["train_counts"])
+    _check_validation(s, tuple(config["train_counts"]), 6)
     if preset == "full":
         assert tuple(config["train_counts"]) == TILE_TRAIN, "the full preset keeps MT's training counts"
     per_class = config["test_per_class"] or 1000
     assert _counts(s.test, k=6) == (per_class,) * 6
-    for ds, raw in ((s.train, raw_train), (s.test, raw_test)):
+    for ds, raw in ((s.train, raw_train), (s.val, raw_train), (s.test, raw_test)):
         by_label = {
             old: {hash(raw.x[i].numpy().tobytes()) for i in torch.nonzero(raw.y == old).squeeze(1).tolist()}
             for old in FASHION_LABELS
