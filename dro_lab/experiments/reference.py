@@ -53,8 +53,8 @@ _DATA = "reference_results"
 class ReferencePart:
     """One command of a reference: a label (``""`` when the reference has one command), the experiment, the
     preset settings it changes (``{"ratio": 100}``) and, where they differ from the plan's, its seeds, its methods
-    (a second seed set runs only the two arms of one claim) and how many runs go at once (``1`` for a part whose
-    runs are timed)."""
+    (a second seed set runs only the two arms of one claim), how many runs go at once (``1`` for a part whose
+    runs are timed) and its preset (a paper's own protocol beside the tuned run)."""
 
     label: str
     experiment: str
@@ -62,11 +62,16 @@ class ReferencePart:
     seeds: str | None = None
     methods: tuple[str, ...] | None = None
     jobs: int | None = None
+    preset: str | None = None
 
     def folder(self) -> str:
         """The run folder's name under the reference runs' folder (``also-ratio100``, ``hws-seeds10-14``)."""
         tail = "".join(f"-{k}{v:g}" if isinstance(v, (int, float)) else f"-{k}{v}" for k, v in self.overrides.items())
-        return f"{self.experiment}{tail}" + (f"-seeds{self.seeds}" if self.seeds else "")
+        return (
+            f"{self.experiment}{tail}"
+            + (f"-{self.preset}" if self.preset else "")
+            + (f"-seeds{self.seeds}" if self.seeds else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ class ReferencePlan:
         out = []
         for part in self.parts:
             words = ["dro-lab", "experiment", part.experiment, "--dataset", self.dataset]
-            words += ["--seeds", seeds or part.seeds or self.seeds, "--preset", preset or self.preset]
+            words += ["--seeds", seeds or part.seeds or self.seeds, "--preset", preset or part.preset or self.preset]
             words += ["--methods", *part.methods] if part.methods else []
             words += ["--jobs", str(part.jobs or self.jobs)] if (part.jobs or self.jobs) != 1 else []
             words += ["--threads", str(self.threads)] if self.threads is not None else []
@@ -106,6 +111,9 @@ class ReferencePlan:
 _EARLIER = {"seeds": "0-4", "jobs": 1, "threads": None}
 
 
+#: The importance-sampling arms the claims of Lahire's §4 compare (RMSProp and Adam with p^GN are in the tuned part).
+_PROTOCOL_ARMS = ("SGD u", "SGD p^GN", "SGD p^1/2", "SGD M u", "SGD M p^GN", "RMSProp u", "Adam u", "SGD u+eval")
+
 #: The label of a part that runs one claim's two arms again on five other seeds (tuning included).
 _SECOND = "second seed set"
 
@@ -117,7 +125,16 @@ def _one(name: str, **overrides) -> ReferencePlan:
 #: The five references, one per paper's experiment. ALSO is judged at two imbalance ratios (10 and 100).
 REFERENCES: dict[str, ReferencePlan] = {
     "hws": _one("hws"),
-    "importance": _one("importance"),
+    "importance": ReferencePlan(
+        "importance",
+        (
+            ReferencePart("", "importance"),
+            ReferencePart(_SECOND, "importance", {}, "10-14", ("SGD u", "Adam u")),
+            # §4's own protocol (lr 0.01, batch 5, 300 steps, 45 paired runs), the arms its claims compare, one run at
+            # a time so that the timings are not shared with another run
+            ReferencePart("the paper's protocol", "importance", {}, "0-44", _PROTOCOL_ARMS, jobs=1, preset="protocol"),
+        ),
+    ),
     "also": ReferencePlan(
         "also",
         (
@@ -363,7 +380,7 @@ def regenerate_reference(
             part.experiment,
             dataset=plan.dataset,
             seeds=seeds or part.seeds or plan.seeds,
-            preset=preset or plan.preset,
+            preset=preset or part.preset or plan.preset,
             methods=list(part.methods) if part.methods else None,
             out=Path(runs) / part.folder(),
             device=device,

@@ -358,6 +358,7 @@ def _train(experiment, arm: Arm, setting, splits: Splits, seed, config, device, 
         checkpoint=checkpoint,
         callback=None if callback is None else (lambda epoch, record: callback(epoch, record, model)),
         lr_schedule=lr_schedule(config.get("lr_schedule"), fit_options["epochs"]),
+        eval_train=bool(config.get("eval_train", False)),
         **fit_options,
     )
     return model, history

@@ -1,6 +1,7 @@
 """Lahire's importance-sampling experiment (dro_lab.experiments.papers.importance), checked from the outside:
-the same tuning budget for every arm, the two-class data against the raw loaders, a smoke run that yields
-every metric, curve and claim (with the cost claim's log-ratio recomputed from the epoch times), JSON."""
+the whole lr grid for every arm in the tuned preset and the paper's protocol in the other, the two-class data
+against the raw loaders, a smoke run that yields every metric, curve and claim (the training loss recomputed over
+all N, the cost claim's log-ratio from the epoch times, the FLOPs of each scheme's step counted by hand), JSON."""
 
 from __future__ import annotations
 
@@ -13,15 +14,19 @@ import pytest
 import sklearn.datasets
 import torch
 import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from dro_lab.data import DatasetUnavailableError, load_fashion_mnist
-from dro_lab.experiments import ExperimentResult, run_experiment
+from dro_lab.experiments import ExperimentResult, run_experiment, train_arm
 from dro_lab.experiments.papers.importance import IMPORTANCE_EXPERIMENT as EXP
+from dro_lab.experiments.protocol import effort_problems, tuning_effort
+from dro_lab.pergrad import per_sample_grad_norms
 
 #: A configuration small enough to tune every arm twice in seconds.
 TINY = dict(per_class=4, val_per_class=3, test_per_class=None, epochs=1, batch_size=4)
-METRICS = {"accuracy", "loss", "neg_loss", "seconds_per_epoch", "log_seconds", "train_log_loss_auc"}
-CURVES = {"test_accuracy", "test_loss", "train_loss", "seconds", "variance_ratio"}
+METRICS = {"accuracy", "loss", "neg_loss", "seconds_per_epoch", "log_seconds", "train_log_loss_auc", "train_loss",
+           "flops_per_step", "flops_vs_plain"}  # fmt: skip
+CURVES = {"test_accuracy", "test_loss", "train_loss", "seconds", "variance_ratio", "flops_per_step"}
 
 
 def _digest(image: torch.Tensor) -> str:
@@ -119,6 +124,39 @@ def test_the_arms_are_the_papers_configurations_with_one_shared_grid():
     assert momentum["SGD M p^GN"] == 0.5 and momentum["SGD p^GN"] == momentum["RMSProp u"] == 0.0
 
 
+def test_the_tuned_preset_tries_every_learning_rate_for_every_arm():
+    for dataset, preset in (("digits", "full"), ("fashion-mnist", "full"), ("fashion-mnist", "gpu")):
+        config = EXP.config(dataset, preset)
+        assert effort_problems(EXP, config["trials"]) == []
+        effort = tuning_effort(EXP, config["trials"])
+        assert {e["trials"] for e in effort.values()} == {5} and {e["coverage"] for e in effort.values()} == {1.0}
+        for arm in EXP.arms:
+            assert sorted(s["lr"] for s in arm.settings(config["trials"], seed=7)) == sorted(arm.grid["lr"])
+        assert config["average_last"] == 3 and config["lr_schedule"] is None and config["eval_train"] is True
+
+
+def test_the_protocol_preset_is_the_papers_section_4():
+    for dataset in ("digits", "fashion-mnist"):
+        config = EXP.config(dataset, "protocol")
+        assert config["trials"] == 1 and config["batch_size"] == 5 and config["per_class"] == 50  # N = 100
+        assert config["epochs"] * math.ceil(2 * config["per_class"] / config["batch_size"]) == 300  # 300 steps
+        assert all(arm.settings(1, seed=3) == [{"lr": 0.01}] for arm in EXP.arms), "lr 0.01 for every arm, untuned"
+        assert config["lr_schedule"] is None and config["eval_train"] is True
+
+
+def test_the_claims_read_the_full_training_loss_and_the_cost_as_table_1s_band():
+    table1 = {"SGD": (26.5, 53.0), "SGD M": (24.9, 56.6), "RMSProp": (25.5, 57.4), "Adam": (25.7, 61.4)}  # u, p^GN
+    ratios = [gn / u for u, gn in table1.values()]
+    cost = [c for c in EXP.claims if c.metric == "log_seconds"]
+    assert {(c.method, c.baseline) for c in cost} == {("SGD u", "SGD p^GN"), ("SGD u+eval", "SGD p^GN")}
+    for c in cost:
+        assert c.band == pytest.approx((math.log(min(ratios)), math.log(max(ratios))), abs=2e-3)
+        assert c.paper_effect == pytest.approx(math.log(53.0 / 26.5)) and not c.higher_is_better
+    others = [c for c in EXP.claims if c.metric != "log_seconds"]
+    assert {c.metric for c in others} == {"train_log_loss_auc", "train_loss"}, "the loss over N, not the batch mean"
+    assert all(c.band is None and c.paper for c in others) and EXP.plain == "SGD u"
+
+
 def test_every_arm_gets_the_same_number_of_trials():
     result = run_experiment(
         EXP, dataset="digits", seeds=[0], preset="smoke", trials=2, progress=False, device="cpu", **TINY
@@ -167,7 +205,7 @@ def test_the_cost_claim_is_the_log_ratio_of_mean_epoch_seconds(smoke):
     secs = {m: result.curve("seconds", m).mean(axis=1) for m in ("SGD u", "SGD p^GN")}
     log_ratio = np.log(secs["SGD p^GN"]) - np.log(secs["SGD u"])
     assert claim["mean"] == pytest.approx(log_ratio.mean(), rel=1e-9)
-    assert claim["threshold"] == pytest.approx(math.log(2.0))
+    assert claim["band"] == pytest.approx([math.log(2.0), math.log(2.39)])
 
 
 @pytest.mark.slow
@@ -176,3 +214,44 @@ def test_the_result_round_trips_through_json(smoke):
     loaded = ExperimentResult.load(out / "result.json")
     assert loaded.to_dict() == json.loads(json.dumps(result.to_dict()))
     assert [v["text"] for v in loaded.verdicts()] == [v["text"] for v in result.verdicts()]
+
+
+def _counted(step) -> float:
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops()
+
+
+@pytest.mark.slow
+def test_each_arms_flops_per_step_are_its_schemes_work_counted_by_hand(smoke):
+    """One step of plain SGD is a forward and backward pass on a batch; SGD u+eval adds a forward pass over all N;
+    p^GN and p^1/2 add the per-sample gradient norms over all N."""
+    result, _ = smoke
+    config = result.config
+    n, b = 2 * config["per_class"], config["batch_size"]
+    train = EXP.data("digits", 0, config).train
+    model = EXP.model(train, config)
+    x, y = train.x[:n], train.y[:n]
+    plain = _counted(lambda: F.cross_entropy(model(x[:b]), y[:b]).backward())
+    with torch.no_grad():
+        forward = _counted(lambda: model(x))
+    norms = _counted(lambda: per_sample_grad_norms(model, lambda z, t: F.cross_entropy(z, t, reduction="none"), x, y))
+    expected = {"u": plain, "u+eval": plain + forward, "p^GN": plain + norms, "p^1/2": plain + norms}
+    flops = result.final("flops_per_step")
+    ratio = result.final("flops_vs_plain")
+    for arm in EXP.arms:
+        scheme = arm.name.split(" ")[-1]
+        assert flops[arm.name] == pytest.approx([expected[scheme]] * 2, rel=1e-9), arm.name
+        assert ratio[arm.name] == pytest.approx([expected[scheme] / plain] * 2, rel=1e-9)
+    assert forward > 0 and norms > forward
+
+
+def test_the_training_loss_is_the_mean_cross_entropy_over_all_n():
+    config = EXP.config("digits", "smoke", {"per_class": 6, "epochs": 2})
+    splits = EXP.data("digits", 0, config)
+    model, curves, final = train_arm(EXP, "SGD p^GN", splits, config, device="cpu")
+    with torch.no_grad():
+        full = F.cross_entropy(model(splits.train.x), splits.train.y).item()
+    assert len(splits.train) == 12 and curves["train_loss"][-1] == pytest.approx(full, rel=1e-5)
+    assert final["train_loss"] == pytest.approx(full, rel=1e-5)  # average_last = 1 in the smoke preset
+    assert final["train_log_loss_auc"] == pytest.approx(np.mean(np.log10(curves["train_loss"])), rel=1e-9)
