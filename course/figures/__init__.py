@@ -16,6 +16,7 @@ re-exported here from its module (a figure that draws what only one lesson compu
 - :mod:`.comparison`: the capstone's every-method figure (lesson 07);
 - :mod:`.experiments`: a paper's experiment: learning curves over seeds, the final metric seed by seed, the
   shipped reference run beside the reader's own;
+- :mod:`.tuning`: expected validation performance, how much tuning each arm of an experiment got (lessons 02–06);
 - :mod:`.slider`: :func:`slider_figure`, a figure with its own plotly sliders over precomputed knob values
   (a panel's static twin, drawn with no kernel);
 - :mod:`._style`: ``PALETTE``, the common layout and shared drawing helpers.
@@ -69,6 +70,7 @@ from dro_course.figures.training import (
     method_tradeoff_figure,
     tradeoff_figure,
 )
+from dro_course.figures.tuning import expected_validation_figure
 from dro_course.figures.weights import (
     duality_curves_figure,
     duality_figure,
@@ -135,6 +137,8 @@ __all__ = [
     "experiment_curves_figure",
     "reference_beside_live_figure",
     "experiment_seeds_figure",
+    # lessons 02–06: how much tuning each arm got
+    "expected_validation_figure",
     # static twins (the course site)
     "slider_figure",
 ]
