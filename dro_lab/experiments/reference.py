@@ -47,6 +47,8 @@ __all__ = [
 #: Bumped when a reference file's layout changes; :func:`load_reference` refuses other versions.
 REFERENCE_SCHEMA = 1
 _DATA = "reference_results"
+#: Where the reference runs go unless told otherwise (``make reference``).
+_RUNS = "build/reference"
 
 
 @dataclass(frozen=True)
@@ -334,10 +336,12 @@ def bundle_reference(
     plan = _plan(name)
     runs = check_folder(runs, "runs")
     parts = []
-    for part, command in zip(plan.parts, plan.commands(runs, preset, seeds)):
+    # the command a reader runs to make it again (into the default folder), whatever folder these runs went to
+    commands = plan.commands(_RUNS, preset, seeds)
+    for part, command in zip(plan.parts, commands):
         path = runs / part.folder() / "result.json"
         if not path.is_file():
-            raise FileNotFoundError(f"no result at {path}: run `{command}` first (or regenerate_reference)")
+            raise FileNotFoundError(f"no result at {path}: run the part's command first (or regenerate_reference)")
         result = ExperimentResult.load(path)
         expected = len(result.seeds) * len(result.methods)
         if len(result.runs) < expected:

@@ -311,10 +311,10 @@ def adjust_rows(rows: list[dict]) -> list[dict]:
         decided = r["verdict"] in ("held", "did not hold")
         word = r["verdict"] if not decided or (p == p and p < alpha) else "not resolved"
         row = {**r, "p_adjusted": p, "verdict_adjusted": word, "family": len(tested)}
-        if r["same_as"] in by_text:
-            row.update({k: by_text[r["same_as"]][k] for k in ("p_adjusted", "verdict_adjusted")})
+        if (r.get("part"), r["same_as"]) in by_text:  # a claim's text repeats across parts (ALSO's two ratios)
+            row.update({k: by_text[r.get("part"), r["same_as"]][k] for k in ("p_adjusted", "verdict_adjusted")})
         row["verdict_text"] = _verdict_text(row)
-        by_text.setdefault(r["text"], row)
+        by_text.setdefault((r.get("part"), r["text"]), row)
         out.append(row)
     return out
 
