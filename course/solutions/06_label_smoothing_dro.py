@@ -46,9 +46,9 @@ answer = float(ell0 + g0.pow(2).sum() / (2 * gamma_ex))  # the paper's 1/γ woul
 # `fgsm_attack`), and return the two batches {attacked GI-LS sample, original}, each with its LS targets, so that
 # `fit` takes one step on each. §4.2's printout compares the sizes: at η = 0.02 the GI-LS shift moves an image by
 # well under 1 % of its norm, while an 8/255 FGSM step moves it by several percent — the attack is *larger* than the
-# shift, so on these inputs the combination is mostly attack augmentation, which the reference run could not tell
-# apart from GI-LS. (At the paper's η the shift would dwarf the attack.) The paper's Table 7 numbers are within a few
-# test images of Table 3's.
+# shift, so on these inputs the combination is mostly attack augmentation — whose own comparison with GI-LS is in
+# section 4.1's bullets (GI-LS against FGSM- and PGD-augmentation). (At the paper's η the shift would dwarf the
+# attack.) The paper's Table 7 numbers are within a few test images of Table 3's.
 
 # %% exercise 6 [markdown]
 # The penalty's pull in the ascent is $\gamma J_f^\top(f(x^t)-f(x))$; it competes with the loss gradient once
