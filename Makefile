@@ -24,7 +24,7 @@ help:
 	@echo "make lint    - ruff (lint and format check) and the import layers (import-linter)"
 	@echo "make lab     - JupyterLab on the notebooks"
 	@echo "make bench   - speed measurements (dro-lab bench)"
-	@echo "make reference - re-run the five shipped reference runs (about 2 h on 2 cores; resumes) into the package"
+	@echo "make reference - re-run the five shipped reference runs into the package (about 4 h on 2 idle cores; resumes; from a clean commit)"
 
 $(STAMP): pyproject.toml setup.py requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)

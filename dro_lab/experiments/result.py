@@ -139,7 +139,7 @@ class ExperimentResult:
         * ``verdict``, ``interval``, ``mean``, ``n`` (the seeds judged), ``judged_seeds``, ``set_aside``, ``note``
           and ``p_value``: :func:`judge_seeds` on the claim's threshold, or on its ``band``;
         * ``effect_verdict``: "reached", "consistent with" or "short of" the claim's ``paper_effect`` (None without
-          one, or without an interval);
+          one, for a claim stated as a band — the band is the paper's number — or without an interval);
         * ``baseline_below``: where the baseline itself falls below the plain-training arm (:attr:`plain`) on the
           claim's metric by the same rule ("did not hold" for the baseline against it), that finding's text;
         * ``same_as``: the text of an earlier claim whose comparison this one repeats exactly (the same method
@@ -158,7 +158,10 @@ class ExperimentResult:
             by_seed, reasons = self._paired(claim)
             v = judge_seeds(by_seed, reasons=reasons, threshold=claim.threshold, band=claim.band, **options)
             key = (claim.method, claim.metric, claim.threshold, claim.band, json.dumps(by_seed, sort_keys=True))
-            effect = effect_verdict(v, claim.paper_effect) if claim.paper_effect is not None else None
+            # a band is the paper's number already: its verdict is the reading against it
+            effect = (
+                effect_verdict(v, claim.paper_effect) if claim.paper_effect is not None and not claim.band else None
+            )
             out.append(
                 {
                     **c,

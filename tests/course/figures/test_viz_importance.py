@@ -113,7 +113,9 @@ def test_is_cost_ratio_figure_draws_the_per_seed_geometric_means_and_table_1():
     assert bars[0].y[1] == pytest.approx(ratio) and bars[0].y[0] == pytest.approx(1.0)
     paper = next(t for t in fig.data if t.type == "scatter" and t.mode == "markers")
     assert list(paper.x) == ["SGD u", "SGD p^GN"] and list(paper.y) == pytest.approx([1.0, 53.0 / 26.5])
-    assert fig.layout.shapes[0].y0 == 2.0 and fig.layout.yaxis.type != "log"  # the 2× line sits at 2
+    band = fig.layout.shapes[0]  # Table 1's band: p^GN over u from SGD's 53.0/26.5 to Adam's 61.4/25.7
+    assert band.y0 == 2.0 and band.y1 == pytest.approx(61.4 / 25.7) and fig.layout.yaxis.type != "log"
+    assert any("2.0–2.39×" in (t.name or "") for t in fig.data)  # the band is named in the legend
 
 
 def test_log_curves_figure_draws_geometric_means_with_positive_bands():
