@@ -1517,6 +1517,10 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("name:unknown method", lambda: VZ().experiment_curves_figure(EXP_RESULT(), "a", methods=["x"]), V, r"x"),
         c("empty:methods=[]", lambda: VZ().experiment_curves_figure(EXP_RESULT(), "a", methods=[]), V, r"methods"),
     ],
+    "expected_validation_figure": [
+        c("type:result is a dict", lambda: VZ().expected_validation_figure({}), T, r"ExperimentResult"),
+        c("empty:no tuning trials", lambda: VZ().expected_validation_figure(EXP_RESULT()), V, r"no tuning trials"),
+    ],
     "experiment_seeds_figure": [
         c("type:result is a list", lambda: VZ().experiment_seeds_figure([], "accuracy"), T, r"ExperimentResult"),
         c("name:unknown metric", lambda: VZ().experiment_seeds_figure(EXP_RESULT(), "nope"), V, r"nope"),

@@ -345,15 +345,15 @@ def bundle_reference(
     runs = check_folder(runs, "runs")
     parts = []
     # the command a reader runs to make it again (into the default folder), whatever folder these runs went to
-    commands = plan.commands(_RUNS, preset, seeds)
-    for part, command in zip(plan.parts, commands):
+    commands, here = plan.commands(_RUNS, preset, seeds), plan.commands(runs, preset, seeds)
+    for part, command, run_here in zip(plan.parts, commands, here):
         path = runs / part.folder() / "result.json"
         if not path.is_file():
-            raise FileNotFoundError(f"no result at {path}: run the part's command first (or regenerate_reference)")
+            raise FileNotFoundError(f"no result at {path}: run `{run_here}` first (or regenerate_reference)")
         result = ExperimentResult.load(path)
         expected = len(result.seeds) * len(result.methods)
         if len(result.runs) < expected:
-            raise ValueError(f"{path} holds {len(result.runs)} of {expected} runs: finish `{command}` first")
+            raise ValueError(f"{path} holds {len(result.runs)} of {expected} runs: finish `{run_here}` first")
         parts.append((part.label, command, result))
     commits = {r.meta.get("commit") for _, _, r in parts}
     if len(commits) > 1:

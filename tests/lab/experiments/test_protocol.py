@@ -16,6 +16,7 @@ from dro_lab.data.datasets import split_dataset
 from dro_lab.data.embedded import make_minority_blobs
 from dro_lab.experiments import (
     EXPERIMENTS,
+    REFERENCES,
     Arm,
     Claim,
     Experiment,
@@ -185,7 +186,9 @@ def test_every_registered_experiment_is_consistent():
         for dataset, presets in e.presets.items():
             assert dataset in ("digits", "fashion-mnist") and "smoke" in presets and "full" in presets
             for preset, config in presets.items():
-                if config["trials"] > 1:  # a tuned preset tunes every arm with equal effort
+                # a tuned preset tunes every arm with equal effort (but an experiment still shipped with its earlier
+                # reference keeps the definitions that reference was made with until it is run again)
+                if config["trials"] > 1 and REFERENCES[name].threads is not None:
                     assert effort_problems(e, config["trials"]) == [], (name, dataset, preset)
 
 
