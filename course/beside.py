@@ -34,6 +34,14 @@ REFERENCE_FOR_LESSON: dict[str, str] = {
 }
 
 
+#: The same words for a claim stated as the paper's range (a cost ratio): inside or outside the band.
+_IN_BAND = {
+    "held": "held — the whole interval lies inside the paper's range",
+    "did not hold": "did not hold — the whole interval lies outside the paper's range",
+    "not resolved": "not resolved — the interval reaches both inside and outside the paper's range",
+}
+
+
 def is_illustration(result: ExperimentResult, *, min_seeds: int = 3) -> bool:
     """True when no verdict should be drawn from ``result``: the smoke preset, or fewer than ``min_seeds`` seeds."""
     if not isinstance(result, ExperimentResult):
@@ -122,6 +130,8 @@ def claims_in_words(reference: Reference | str, *, part: str | None = None) -> s
         found = v["raw_text"].split(": ", 1)[-1]
         word = "not resolved" if v["note"] == "no spread" else v["verdict_adjusted"]
         meaning = _MEANING[word] if v["note"] != "no spread" else "not resolved — every seed gave the same difference"
+        if v.get("band") and word in _IN_BAND:
+            meaning = _IN_BAND[word]
         line = f"- **{v['text']}**{where}. The paper: {v['paper']}. Here: {found}."
         if v["verdict"] != word and v["verdict"] in ("held", "did not hold"):
             line += (f" Alone this would read “{v['verdict']}”, but judged together with the paper's other "

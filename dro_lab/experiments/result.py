@@ -187,6 +187,8 @@ class ExperimentResult:
         """The text of "the baseline falls below plain training" where it does, else None."""
         if self.plain is None or self.plain in (claim.baseline, claim.method) or self.plain not in self.methods:
             return None
+        if claim.band is not None:  # a cost stated as the paper's range compares two methods, not a baseline's training
+            return None
         below = Claim(claim.text, claim.metric, claim.baseline, self.plain, claim.higher_is_better)
         by_seed, reasons = self._paired(below)
         v = judge_seeds(by_seed, reasons=reasons, **options)

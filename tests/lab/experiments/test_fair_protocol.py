@@ -180,6 +180,10 @@ def test_a_baseline_below_plain_training_is_flagged(serial):
     assert against_kl["baseline_below"].startswith("KL is itself below CE here (-2")
     assert "note: KL is itself below CE" in against_kl["verdict_text"]
     assert against_ce["baseline_below"] is None  # a claim against the plain arm itself
+    band = dataclasses.replace(
+        made, claims=[dataclasses.asdict(Claim("costs", "accuracy", "ERM", "KL", band=(0.1, 0.2)))]
+    )
+    assert band.verdicts()[0]["baseline_below"] is None  # a range compares two methods' costs, not a training
 
 
 def test_arms_with_identical_runs_are_judged_once(serial):
