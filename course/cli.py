@@ -111,7 +111,7 @@ def _add_run(commands: Any) -> None:
         action=_OneSweep,
         metavar="PARAM=v1,v2,...",
         help="run the selected lessons once per value of PARAM (split on top-level commas: "
-        "betas=[0.1,1],[10,100] is two lists) and write a cross-value figure and table to OUT/sweep-PARAM/",
+        "kl_betas=[0.5,10],[50,100] is two lists) and write a cross-value figure and table to OUT/sweep-PARAM/",
     )
     again = run.add_mutually_exclusive_group()
     again.add_argument(

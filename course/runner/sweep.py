@@ -54,7 +54,7 @@ def _split_top_level(text: str) -> list[str]:
 def parse_sweep(text: str) -> tuple[str, list[Any]]:
     """Parse ``PARAM=v1,v2,...`` into ``(param, [values])``.
 
-    Values are split on top-level commas only (``betas=[0.1,1],[10,100]`` is two lists) and each
+    Values are split on top-level commas only (``kl_betas=[0.5,10],[50,100]`` is two lists) and each
     is parsed with :func:`~.parameters.parse_parameter_value`.
 
     Raises:

@@ -121,7 +121,8 @@ class DONEStrategy(AdversarialTrainingStrategy):
 
     Args:
         r: the KL temperature (r → ∞ is AT, r → 0 the max loss), or ``r_schedule``: ``{first_epoch: r}`` (the
-            paper: ``{1: 10, 41: 1, 51: 0.1}`` of 60 epochs; u is reset when r changes).
+            paper: ``{1: 10, 41: 1, 51: 0.1}`` of 60 epochs; u is reset when r changes), or a sequence
+            ``(r₀, r₁, …)`` whose next value starts at each epoch of ``r_milestones`` (ignored for a number).
         eta: η of the running average :math:`u_{t+1}=(1-\eta)u_t+\eta\,\bar g_{\mathcal B}` (Algorithm 1 line 11);
             1 (the default) = the batch softmax, weights summing to one.
         eps, alpha, steps, norm, random_start, clamp: the attack's.
@@ -146,8 +147,9 @@ class DONEStrategy(AdversarialTrainingStrategy):
         self,
         eps: float,
         *,
-        r: float = 1.0,
+        r: float | tuple[float, ...] = 1.0,
         r_schedule: dict[int, float] | None = None,
+        r_milestones: tuple[int, ...] = (),
         eta: float = 1.0,
         inner: str = "pgd",
         implicit: bool = False,
@@ -169,6 +171,11 @@ class DONEStrategy(AdversarialTrainingStrategy):
             step_rule=DONE_INNER[inner],
             clamp=clamp,
         )
+        if isinstance(r, (tuple, list)):  # (10, 1, 0.1) with r_milestones (41, 51): the paper's schedule
+            starts = (1, *r_milestones)
+            if r_schedule is not None or len(r) != len(starts) or list(starts) != sorted(set(starts)):
+                raise ValueError(f"r={r!r} needs {len(r) - 1} increasing r_milestones > 1 (and no r_schedule)")
+            r_schedule, r = dict(zip(starts, r)), r[0]
         self.r = check_number(r, "r", low=0, low_open=True)
         if r_schedule is not None:
             if not r_schedule or not all(isinstance(k, int) and k >= 1 for k in r_schedule):

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from .._validation import check_int
-from ..data.datasets import fetch_batch
+from ..data.datasets import fetch_batch, labels_of
 from ..engine.strategy import Strategy
 from ..losses import per_sample_cross_entropy
 from ..metrics import dataset_losses
@@ -157,8 +157,14 @@ class HardnessWeightedStrategy(_SamplerStrategy):
         self.sampler.update(indices, losses)
 
     def epoch_stats(self) -> dict:
-        stats = self.sampler.stats()
-        return {f"sampler_{k}": v for k, v in stats.items() if k not in ("phase", "epoch", "step")}
+        """The sampler's :meth:`~dro_lab.HardnessWeightedSampler.stats` (``sampler_ess`` …) and
+        ``sampler_class_mass``: q's total mass on each class of the training set."""
+        stats = {f"sampler_{k}": v for k, v in self.sampler.stats().items() if k not in ("phase", "epoch", "step")}
+        if self.train is not None:  # on the host, in float64 (which MPS lacks): one copy of q per epoch
+            y = labels_of(self.train).cpu()
+            mass = torch.zeros(getattr(self.train, "num_classes", None) or int(y.max()) + 1, dtype=torch.float64)
+            stats["sampler_class_mass"] = mass.index_add_(0, y, self.sampler.probabilities().cpu().double()).tolist()
+        return stats
 
 
 class ImportanceSamplingStrategy(_SamplerStrategy):

@@ -272,7 +272,7 @@ def test_experiment_panel_twin_retrains_only_the_methods_that_take_the_knob():
     config = experiment.config("digits", "smoke", {"epochs": 3})
     splits = experiment.data("digits", 0, config)
     slider = W.FloatLogSlider(value=10.0, base=10, min=-1, max=2, description="β (HWS)")
-    box = panels.experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10"],
+    box = panels.experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS"],
                                             controls={"beta": slider}, metrics=("train_loss", "minority_accuracy"),
                                             device="cpu")  # fmt: skip
     twin = _twin(box)
@@ -281,11 +281,11 @@ def test_experiment_panel_twin_retrains_only_the_methods_that_take_the_knob():
     counts, small_counts = np.bincount(splits.train.y.numpy()), np.bincount(small.train.y.numpy())
     np.testing.assert_array_equal(small_counts, np.maximum(1, np.round(counts * 256 / counts.sum())))
     records = []
-    train_arm(experiment, "HWS β=10", small, config, seed=0, device="cpu", epochs=2, beta=100.0,
+    train_arm(experiment, "HWS", small, config, seed=0, device="cpu", epochs=2, beta=100.0,
               callback=lambda e, r: records.append(r))  # fmt: skip
     shown, _ = _frame(twin, 0, "100")
     by_name = {(t.name, t.xaxis): t for t in shown if t.type == "scatter" and t.mode and "lines" in t.mode}
-    hws_loss = next(t for (name, axis), t in by_name.items() if name == "HWS β=10" and axis in (None, "x"))
+    hws_loss = next(t for (name, axis), t in by_name.items() if name == "HWS" and axis in (None, "x"))
     np.testing.assert_allclose(_numbers(hws_loss.y), [r["train_loss"] for r in records], rtol=1e-3)
     erm = [next(t for (name, axis), t in by_name.items() if name == "ERM" and axis in (None, "x"))
            for by_name in ({(t.name, t.xaxis): t for t in _frame(twin, 0, lab)[0] if t.type == "scatter"}

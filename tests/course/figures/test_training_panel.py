@@ -67,15 +67,15 @@ def test_the_experiment_panel_trains_the_chosen_method_as_the_experiment_runner_
     experiment = EXPERIMENTS["hws"]
     config = experiment.config("digits", "smoke", {"epochs": 2})
     splits = experiment.data("digits", 0, config)
-    box = experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10"],
+    box = experiment_training_panel(experiment, splits, config, methods=["ERM", "HWS β=10 (paper)"],
                                     controls={"beta": W.FloatSlider(value=10.0, min=0.1, max=100.0)},
                                     metrics=("train_loss", "minority_accuracy"), device="cpu")  # fmt: skip
-    box.controls["method"].value = "HWS β=10"
+    box.controls["method"].value = "HWS β=10 (paper)"
     box.button.click()
     assert "stopped" not in box.status.value, box.status.value
-    result = run_experiment("hws", dataset="digits", seeds=[0], preset="smoke", methods=["HWS β=10"], epochs=2,
-                            progress=False, device="cpu")  # fmt: skip
-    expected = result.curve("minority_accuracy", "HWS β=10")[0]
+    result = run_experiment("hws", dataset="digits", seeds=[0], preset="smoke", methods=["HWS β=10 (paper)"],
+                            epochs=2, progress=False, device="cpu")  # fmt: skip
+    expected = result.curve("minority_accuracy", "HWS β=10 (paper)")[0]
     assert list(box.figure.data[1].x) == [1, 2]
     assert list(box.figure.data[1].y) == pytest.approx(list(expected), abs=1e-12)
 

@@ -1,7 +1,8 @@
-"""Sow et al.'s DONE experiment (dro_lab.experiments.papers.done), checked from the outside: the same tuning
-budget for every arm, RA-Tail-30 against a numpy hand computation from the per-class accuracies, the class
-imbalance and the test counts against the raw loaders, a smoke run that yields every metric, curve and claim,
-and the JSON round trip."""
+"""Sow et al.'s DONE experiment (dro_lab.experiments.papers.done), checked from the outside: equal tuning effort
+for every arm, the paper's r schedule and the baselines' burn-in at the fractions of training the papers use, the
+claims' effects against Table 1, RA-Tail-30 against a numpy hand computation from the per-class accuracies, the
+class imbalance, the validation floor and the test counts against the raw loaders, a smoke run that yields every
+metric, curve and claim, and the JSON round trip."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import numpy as np
 import pytest
 import torch
 
+from dro_lab import DONEStrategy
 from dro_lab.data import ArrayDataset, DatasetUnavailableError, load_digits, load_fashion_mnist
-from dro_lab.experiments import ExperimentResult, run_experiment
+from dro_lab.experiments import ExperimentResult, run_experiment, train_arm
 from dro_lab.experiments.papers.done import DONE_EXPERIMENT as EXP
+from dro_lab.experiments.protocol import effort_problems, tuning_effort
 
 CLASSES = 10
 METRICS = {
@@ -66,19 +69,83 @@ def test_every_arm_shares_one_lr_grid_and_starts_from_its_default():
     assert first["GAIRAT"]["lam"] == -1.0, "GAIRAT's official λ"
     assert first["MAIL"]["bias"] == -1.5, "MAIL's official bias"
     assert first["DONE"]["r"] == 1.0 and "eta" not in first["DONE"]
-    for dataset, presets in EXP.presets.items():
-        for preset, config in presets.items():
-            assert config["trials"] <= min(a.grid_size for a in EXP.arms), (dataset, preset)
+    assert (10.0, 1.0, 0.1) in EXP.arm("DONE").grid["r"], "the paper's r schedule (App. B.1) is a point of r's grid"
 
 
-def test_the_claims_name_the_papers_numbers_and_known_metrics():
+@pytest.mark.parametrize(
+    ("dataset", "preset"), [("digits", "full"), ("fashion-mnist", "full"), ("fashion-mnist", "gpu")]
+)
+def test_the_full_presets_tune_every_arm_with_equal_effort(dataset, preset):
+    config = EXP.config(dataset, preset)
+    assert effort_problems(EXP, config["trials"]) == []
+    effort = tuning_effort(EXP, config["trials"])
+    lrs = set(EXP.arm("AT").grid["lr"])
+    for arm in EXP.arms:  # every value of every knob, so every learning rate of the shared grid, for every arm
+        tried = arm.settings(config["trials"], 0)
+        assert {s["lr"] for s in tried} == lrs
+        for knob, values in arm.grid.items():
+            assert {repr(s[knob]) for s in tried} == {repr(v) for v in values}, (arm.name, knob)
+        assert effort[arm.name]["coverage"] >= 0.25
+    assert config["lr_schedule"] == "one_cycle" and config["average_last"] == 3
+    assert dataset == "digits" or config["aa_per_class"] * CLASSES >= 1000, "AutoAttack on ≥ 1,000 test images"
+    assert EXP.plain == "AT"
+
+
+def test_the_papers_r_schedule_and_the_baselines_burn_in_scale_with_the_epochs():
+    # App. B.1: r = 10, then 1 from epoch 41 and 0.1 from epoch 51 of 60, i.e. at 2/3 and 5/6 of training;
+    # GAIRAT's and MAIL's official codes reweight from half-way (60 of 120 epochs)
+    for epochs, (first_1, first_01), burn_in in ((60, (41, 51), 30), (30, (21, 26), 15), (12, (9, 11), 6)):
+        config = {**EXP.config("fashion-mnist", "full"), "epochs": epochs}
+        options, _ = EXP.arm("DONE").split({"lr": 0.05, "r": (10.0, 1.0, 0.1)}, config)
+        strategy = DONEStrategy(**options)
+        schedule = []
+        for epoch in range(1, epochs + 1):
+            strategy.epoch = epoch
+            schedule.append(strategy.current_r())
+        assert schedule == [10.0] * (first_1 - 1) + [1.0] * (first_01 - first_1) + [0.1] * (epochs - first_01 + 1)
+        constant, _ = EXP.arm("DONE").split({"lr": 0.05, "r": 0.3}, config)
+        assert DONEStrategy(**constant).current_r() == 0.3
+        for name in ("GAIRAT", "MAIL"):
+            options, _ = EXP.arm(name).split(EXP.arm(name).settings(1, 0)[0], config)
+            assert options["burn_in_epochs"] == burn_in, name
+        assert "burn_in_epochs" not in EXP.arm("AT").split({"lr": 0.05}, config)[0]
+    for milestones in ((5,), (5, 5), (1, 5)):  # one start per later value, increasing, after epoch 1
+        with pytest.raises(ValueError, match="r_milestones"):
+            DONEStrategy(0.1, r=(10.0, 1.0, 0.1), r_milestones=milestones)
+
+
+def test_a_done_run_steps_r_down_at_two_thirds_and_five_sixths_of_its_epochs():
+    config = EXP.config("digits", "smoke", {"epochs": 6})
+    splits = EXP.data("digits", 0, config)
+    seen = []
+    train_arm(EXP, "DONE (no implicit)", splits, config, device="cpu", r=(10.0, 1.0, 0.1),
+              callback=lambda epoch, record: seen.append(record["done_r"]))  # fmt: skip
+    assert seen == [10.0, 10.0, 10.0, 10.0, 1.0, 0.1]  # 4 of 6 epochs at 10, then one at 1 and one at 0.1
+
+
+#: Table 1, imbalanced CIFAR-10 (SA, RA-PGD, RA-Tail-30), typed from the paper; DONE-PGD has our inner solver.
+_TABLE_1 = {
+    "AT": (69.74, 42.37, 6.25),
+    "MAIL": (72.01, 45.64, 9.8),
+    "GAIRAT": (73.87, 45.18, 16.9),
+    "DONE": (74.58, 48.13, 15.83),
+}
+_COLUMN = {"clean_accuracy": 0, "robust_accuracy": 1, "tail30_robust_accuracy": 2}
+
+
+def test_the_claims_name_the_papers_numbers_and_its_effects():
     for claim in EXP.claims:
         assert claim.metric in METRICS and claim.higher_is_better
         assert claim.method == "DONE" and claim.paper
+        if claim.metric in _COLUMN:
+            k = _COLUMN[claim.metric]
+            done, base = _TABLE_1["DONE"][k], _TABLE_1[claim.baseline][k]
+            assert claim.paper_effect == pytest.approx((done - base) / 100, abs=1e-9), claim.text
+            assert f"{done:g}" in claim.paper and f"{base:g}" in claim.paper
+        else:
+            assert claim.paper_effect is None, "the worst class is not tabulated"
     pairs = {(c.metric, c.baseline) for c in EXP.claims}
     assert {("robust_accuracy", "AT"), ("tail30_robust_accuracy", "AT"), ("worst_class_robust_accuracy", "AT")} <= pairs
-    assert any("48.13" in c.paper and "42.37" in c.paper for c in EXP.claims)
-    assert any("15.83" in c.paper and "6.25" in c.paper for c in EXP.claims)
 
 
 # ---------------------------------------------------------------------------------------------- the metrics
@@ -112,6 +179,25 @@ def test_the_final_metrics_match_a_numpy_hand_computation():
 
 
 # ---------------------------------------------------------------------------------------------- the data
+def _rows(x: torch.Tensor) -> set[bytes]:
+    """Each image as exact integers (digits are multiples of 1/16, 14×14 Fashion-MNIST of 1/1020)."""
+    return {r.tobytes() for r in np.rint(x.numpy().reshape(len(x), -1) * 4080).astype(np.int32)}
+
+
+def _check_splits(s, kept: list[int], fraction: float, raw_x: torch.Tensor) -> None:
+    """The training split holds each class's kept images less a stratified ``fraction`` of them (±1 for rounding);
+    the validation split holds the rest, topped up to 30 of each class from the unused raw training images: no
+    image in both, every image a raw training image."""
+    train_n = torch.bincount(s.train.y, minlength=CLASSES).tolist()
+    val_n = torch.bincount(s.val.y, minlength=CLASSES).tolist()
+    for c in range(CLASSES):
+        assert abs(train_n[c] - kept[c] * (1 - fraction)) <= 1, (c, train_n[c], kept[c])
+        assert val_n[c] == max(30, kept[c] - train_n[c]), (c, val_n[c], kept[c] - train_n[c])
+    train, val = _rows(s.train.x), _rows(s.val.x)
+    assert len(train) == len(s.train) and len(val) == len(s.val) and not train & val
+    assert train | val <= _rows(raw_x)
+
+
 def test_digits_training_set_has_the_papers_step_imbalance_and_the_test_set_keeps_every_class():
     config = EXP.config("digits", "full")
     assert config["imbalance_ratio"] == 0.2 and tuple(config["minority_classes"]) == (0, 1, 2, 3, 4)
@@ -119,9 +205,7 @@ def test_digits_training_set_has_the_papers_step_imbalance_and_the_test_set_keep
         raw_train, raw_test = load_digits(seed=seed)
         n = torch.bincount(raw_train.y, minlength=CLASSES).tolist()
         s = EXP.data("digits", seed, config)
-        got = (torch.bincount(s.train.y, minlength=CLASSES) + torch.bincount(s.val.y, minlength=CLASSES)).tolist()
-        want = [_kept(n[c], 0.2) if c < 5 else n[c] for c in range(CLASSES)]
-        assert got == want
+        _check_splits(s, [_kept(n[c], 0.2) if c < 5 else n[c] for c in range(CLASSES)], 0.25, raw_train.x)
         assert (
             torch.bincount(s.test.y, minlength=CLASSES).tolist()
             == torch.bincount(raw_test.y, minlength=CLASSES).tolist()
@@ -140,9 +224,9 @@ def fashion():
 def test_fashion_imbalance_and_test_counts(fashion, preset):
     config = EXP.config("fashion-mnist", preset)
     s = EXP.data("fashion-mnist", 1, config)
-    per_class = config["per_class"]
-    got = (torch.bincount(s.train.y, minlength=CLASSES) + torch.bincount(s.val.y, minlength=CLASSES)).tolist()
-    assert got == [_kept(per_class, 0.2)] * 5 + [per_class] * 5
+    per_class, raw = config["per_class"], load_fashion_mnist(train=True).x
+    pooled = torch.from_numpy(raw.numpy().reshape(-1, 1, 14, 2, 14, 2).mean(axis=(3, 5)))
+    _check_splits(s, [_kept(per_class, 0.2)] * 5 + [per_class] * 5, 0.1, pooled)
     test_counts = torch.bincount(s.test.y, minlength=CLASSES).tolist()
     want = config["test_per_class"] or 1000
     assert test_counts == [want] * CLASSES

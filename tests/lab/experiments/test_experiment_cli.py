@@ -14,7 +14,8 @@ import torch
 from dro_lab.cli import main
 from dro_lab.experiments import EXPERIMENTS, REFERENCES, ExperimentResult
 
-SMOKE = ["experiment", "hws", "--preset", "smoke", "--seeds", "0", "--methods", "ERM", "HWS β=10", "--set", "epochs=2"]
+SMOKE = ["experiment", "hws", "--preset", "smoke", "--seeds", "0", "--methods", "ERM", "HWS β=10 (paper)"]
+SMOKE += ["--set", "epochs=2"]
 
 
 def test_list_names_every_experiment(capsys):
@@ -46,7 +47,7 @@ def _one_error_line(capsys, command="experiment") -> str:
 
 def test_a_smoke_run_writes_a_result_that_loads(smoke_run):
     result = ExperimentResult.load(smoke_run / "result.json")
-    assert result.methods == ["ERM", "HWS β=10"] and result.config["epochs"] == 2 and result.seeds == [0]
+    assert result.methods == ["ERM", "HWS β=10 (paper)"] and result.config["epochs"] == 2 and result.seeds == [0]
     assert len(list((smoke_run / "runs").glob("*.json"))) == 2
     assert result.verdicts() and all(v["verdict"] == "not judged" for v in result.verdicts())  # one seed
 
@@ -99,7 +100,7 @@ def test_a_truncated_run_record_names_the_file_and_the_restart_command(smoke_run
     assert line.startswith(f"run record {str(record)!r} is not valid JSON, truncated or corrupt (")
     assert line.endswith(
         "; delete it and run again to redo just that run, or start the folder over with `dro-lab experiment hws "
-        "--dataset digits --seeds 0 --preset smoke --methods ERM 'HWS β=10' --set epochs=2 "
+        "--dataset digits --seeds 0 --preset smoke --methods ERM 'HWS β=10 (paper)' --set epochs=2 "
         f"--out {shlex.quote(str(out))} --restart`"
     )
 

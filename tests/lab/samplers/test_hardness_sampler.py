@@ -837,6 +837,25 @@ def test_hws_records_hold_sampler_stats_matching_numpy():
     assert hist.strategy == "hws-kl(β=4)"
 
 
+def test_hws_records_the_mass_of_q_on_each_class_by_a_loop_over_examples():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(30, 4, generator=g)
+    data = ArrayDataset(x, torch.arange(30) % 3, num_classes=4)  # class 3 has no training example
+    strat = HardnessWeightedStrategy(beta=3.0)
+    torch.manual_seed(0)
+    hist = fit(LogisticRegression(4, 4), data, strategy=strat, epochs=3, batch_size=6, lr=0.5, seed=1, device="cpu",
+               progress=False)  # fmt: skip
+    q = strat.sampler.probabilities().double().tolist()
+    mass = [0.0] * 4
+    for i, label in enumerate(data.y.tolist()):
+        mass[label] += q[i]
+    assert hist.last["sampler_class_mass"] == pytest.approx(mass, rel=1e-9, abs=1e-12)
+    assert mass[3] == 0.0 and sum(mass) == pytest.approx(1.0)
+    q_numpy = np_softmax(hnp(strat.sampler), 3.0)  # and q itself is softmax(β·history), from numpy
+    assert hist.last["sampler_class_mass"][:3] == pytest.approx([q_numpy[c::3].sum() for c in range(3)], rel=1e-5)
+    assert len(hist["sampler_class_mass"]) == 3  # one entry per epoch
+
+
 def test_hws_importance_weighted_reduce_is_the_weighted_mean():
     n, b, beta, m = 12, 4, 1.5, 0.4
     strat = HardnessWeightedStrategy(beta=beta, importance_weights=True, history_momentum=m)
