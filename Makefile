@@ -46,7 +46,7 @@ course: env
 # The lessons run once, first, on every core (--force: this run's code, nothing reused); the suite reads that run
 # (tests/conftest.py, executed_course). A lesson that fails there is reported by tests/course/test_lessons.py.
 test: env
-	-$(BIN)/dro-course run --preset smoke --jobs $(TEST_JOBS) --force --out build/test-course
+	-$(BIN)/dro-course run --preset smoke --jobs $(TEST_JOBS) --force --instructor --out build/test-course
 	DRO_LAB_TEST_COURSE=build/test-course DRO_LAB_PRESET=smoke PLOTLY_RENDERER=notebook \
 		$(BIN)/python -m pytest -n $(TEST_JOBS) -m "not freshenv" $(PYTEST_ARGS)
 

@@ -124,6 +124,13 @@ def _add_run(commands: Any) -> None:
     run.set_defaults(force=False)
     run.add_argument("--no-html", dest="html", action="store_false", help="do not build the course website")
     run.add_argument(
+        "--instructor",
+        action="store_true",
+        help="also build the instructor's website into OUT/instructor-site/: the lessons with their exercises' "
+        "solutions and the written answers, the instructor copies to download, the instructor guide and the run log "
+        "(OUT/site/ is the student's, with none of them)",
+    )
+    run.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="per-cell execution timeout in seconds (default: 600)"
     )
     run.add_argument("--kernel", dest="kernel_name", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
@@ -179,6 +186,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     check_folder(args.out, "--out")  # before the syllabus and the lessons: a file there is a usage error
+    if args.instructor and (not args.html or args.sweep):
+        raise ValueError("--instructor builds the instructor's website of a run: not with --no-html or --sweep")
     syllabus = course.load_syllabus(args.syllabus)
     parameters = {name: course.parse_parameter_value(value) for name, value in args.parameter}
     swept = args.sweep[0] if args.sweep else None
@@ -241,10 +250,12 @@ def _run_body(args: argparse.Namespace, syllabus: Any, common: dict[str, Any]) -
         print(f"\nsweep: {sweep.out / 'sweep.md'}   figure and links: {sweep.out / 'index.html'}")
         return 0 if sweep.ok else 1
 
-    results = course.run_course(syllabus, **common)
+    results = course.run_course(syllabus, instructor=args.instructor, **common)
     print(course.summary_table(results))
     out = Path(args.out)
     site = f"   course website: {out / 'site' / 'index.html'}" if args.html else ""
+    if args.instructor and args.html:
+        site += f"\ninstructor's website: {out / 'instructor-site' / 'index.html'}"
     print(f"\nsummary: {out / 'summary.md'}{site}")
     failed = [r for r in results if r.status == "failed"]
     for r in failed:  # where to look first: the lesson's log, its executed notebook (its last cell is the failing one)

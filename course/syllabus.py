@@ -68,6 +68,13 @@ class Lesson:
     defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     reading_minutes: float | None = None
 
+    @property
+    def number(self) -> str:
+        """The lesson's number as the course writes it, from its id: ``02`` for ``02_hardness_weighted_sampling``
+        (the id itself when it starts with no number)."""
+        head = self.id.split("_", 1)[0]
+        return head if head.isdigit() else self.id
+
     def parameters(self, preset: str) -> dict[str, Any]:
         """Papermill parameters for ``preset``: the lesson's own mapping, else ``{"preset": preset}``."""
         if preset in self.presets:
@@ -247,10 +254,10 @@ def _defaults_line(lesson: Lesson) -> str | None:
     return "- **sizes per preset:** " + "; ".join(parts) if parts else None
 
 
-def _lesson_section(number: int, lesson: Lesson, syllabus: Syllabus) -> list[str]:
-    lines = [f'<a id="{lesson.id.lower()}"></a>', "", f"### {number}. {lesson.title}", ""]
+def _lesson_section(lesson: Lesson, syllabus: Syllabus) -> list[str]:
     target = relative_posix(lesson.notebook, syllabus.path.parent)
-    lines.append(f"- **id:** `{lesson.id}`; **notebook:** [`{lesson.notebook_relpath}`]({target})")
+    lines = [f"### {lesson.number} · [{lesson.title}]({target})", ""]
+    lines.append(f"- **id:** `{lesson.id}`; **notebook:** `{lesson.notebook_relpath}`")
     if lesson.prerequisites:
         lines.append("- **after:** " + ", ".join(f"`{p}`" for p in lesson.prerequisites))
     if lesson.reading_minutes:
@@ -281,20 +288,21 @@ def syllabus_markdown(syllabus: Syllabus) -> str:
         "",
         "## Lessons",
         "",
-        "| # | lesson | title | reading (min) | " + " | ".join(f"minutes ({p})" for p in presets) + " |",
-        "|---:|---|---|---:|" + "---:|" * len(presets),
+        "Each title opens its lesson; its goals are below the table. Running times are in minutes.",
+        "",
+        "| # | lesson | reading (min) | " + " | ".join(presets) + " |",
+        "|---|---|---:|" + "---:|" * len(presets),
     ]
-    for number, lesson in enumerate(syllabus.lessons, start=1):
+    for lesson in syllabus.lessons:
         minutes = " | ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "" for p in presets)
         reading = f"{lesson.reading_minutes:g}" if lesson.reading_minutes else ""
-        lines.append(
-            f"| {number} | [`{lesson.id}`](#{lesson.id.lower()}) | {md_cell(lesson.title)} | {reading} | {minutes} |"
-        )
+        target = relative_posix(lesson.notebook, syllabus.path.parent)
+        lines.append(f"| {lesson.number} | [{md_cell(lesson.title)}]({target}) | {reading} | {minutes} |")
     totals = " | ".join(f"{sum(lesson.minutes.get(p, 0) for lesson in syllabus.lessons):g}" for p in presets)
     reading_total = sum(lesson.reading_minutes or 0 for lesson in syllabus.lessons)
-    lines += [f"| | **total** | | {reading_total:g} | {totals} |", ""]
-    for number, lesson in enumerate(syllabus.lessons, start=1):
-        lines += _lesson_section(number, lesson, syllabus)
+    lines += [f"| | **total** | {reading_total:g} | {totals} |", ""]
+    for lesson in syllabus.lessons:
+        lines += _lesson_section(lesson, syllabus)
     return "\n".join(lines)
 
 

@@ -84,7 +84,7 @@ def _run_course_once(out: Path) -> None:
 
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     jobs = max(1, (os.cpu_count() or 1) // workers)  # the other workers go on with their tests meanwhile
-    run_course(REPO / "course" / "syllabus.yaml", preset="smoke", out=out, jobs=jobs, timeout=300)
+    run_course(REPO / "course" / "syllabus.yaml", preset="smoke", out=out, jobs=jobs, timeout=300, instructor=True)
 
 
 @pytest.fixture(scope="session")

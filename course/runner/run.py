@@ -227,13 +227,17 @@ def publish_site(
     syllabus: Syllabus,
     preset: str,
     parameters: Mapping[str, Any] | None = None,
+    instructor: bool = False,
 ) -> Path:
-    """Build the course website of a finished run into ``<out_dir>/site`` and point each executed lesson's
-    :attr:`LessonResult.html` at its page; return the site's ``index.html``."""
+    """Build the course website of a finished run into ``<out_dir>/site`` (the student's, with no solution) and,
+    with ``instructor``, the instructor's into ``<out_dir>/instructor-site``; point each executed lesson's
+    :attr:`LessonResult.html` at its student page; return the student site's ``index.html``."""
     from dro_course.site import build_site, lesson_page_path  # here: nbformat and plotly load only when a site is built
 
     summary = summary_markdown(results, out_dir, syllabus=syllabus, preset=preset, parameters=parameters)
     shown = [_earlier_run(r, out_dir) if r.status == "skipped" else r for r in results]
+    if instructor:
+        build_site(out_dir, syllabus=syllabus, results=shown, preset=preset, summary_md=summary, audience="instructor")
     index = build_site(out_dir, syllabus=syllabus, results=shown, preset=preset, summary_md=summary)
     for result in results:
         if result.notebook is not None:
@@ -251,6 +255,7 @@ def run_course(
     parameters: Mapping[str, Any] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
     html: bool = True,
+    instructor: bool = False,
     force: bool = False,
     kernel_name: str | None = None,
     on_result: Callable[[LessonResult], None] | None = None,
@@ -268,13 +273,16 @@ def run_course(
         instructor/<id>.ipynb      the lesson executed with its exercises' solutions (in the same run: the solved
                                    cells and their checks run after the student's cells, then the executed
                                    notebook is split in two; a solution that fails its check fails the lesson)
-        site/                      the course website (html=True): site/index.html, one page per lesson
+        site/                      the course website (html=True): site/index.html, one page per lesson; the
+                                   student's: no solution, no run log
+        instructor-site/           (instructor=True) the same lessons with their solutions and the written
+                                   exercises' answers, the instructor copies, the instructor guide, the run log
         summary.md  summary.json  index.html                     for the run
 
     The website (:func:`publish_site`, built with Sphinx) works with no network, opened from disk or
     served: navigation, search, each lesson's executed outputs, maths rendered by its own MathJax,
-    figures drawn by one shared plotly.js, widget panels as their static twins, the run summary, and
-    per lesson the student, executed and instructor notebooks to download and Binder / Colab buttons.
+    figures drawn by one shared plotly.js, widget panels as their static twins, the syllabus, glossary and
+    references, and per lesson the notebook and the executed notebook to download and Binder / Colab buttons.
 
     Resume: ``<id>.run.json`` holds the preset, the exact parameters, the source notebook's SHA-256, the
     SHA-256 of its code cells and kernel, of its solutions file and of its syllabus entry's checks and defaults, the
@@ -301,6 +309,7 @@ def run_course(
             that declare it; one that no selected lesson declares is an error (a typo).
         timeout: per-cell execution timeout in seconds (None: no limit).
         html: build the course website into ``<out>/site`` after the run.
+        instructor: with ``html``, also build the instructor's site into ``<out>/instructor-site``.
         force: execute every selected lesson even when an earlier run in ``out`` can be reused.
         kernel_name: Jupyter kernel; default: the one in each notebook's metadata.
         on_result: called with each :class:`LessonResult` as soon as it is known.
@@ -361,6 +370,6 @@ def run_course(
         raise
     ordered = _in_syllabus_order(syllabus, results)
     if html:
-        publish_site(ordered, out_dir, syllabus=syllabus, preset=preset, parameters=overrides)
+        publish_site(ordered, out_dir, syllabus=syllabus, preset=preset, parameters=overrides, instructor=instructor)
     write_summary(ordered, out_dir, **summary)
     return ordered

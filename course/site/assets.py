@@ -1,33 +1,74 @@
-"""The files every page of the site shares, all installed from PyPI: plotly.js (from the ``plotly`` package) and
-MathJax 3 (from ``sphinx-mathjax-offline``). The site serves them from its ``_static`` folder, so no page fetches
-anything from the network."""
+"""The files the site's pages share, none fetched from the network: plotly.js's cartesian bundle (npm's
+``plotly.js-cartesian-dist-min``, kept in ``vendor/`` at the plotly.js version of the installed plotly package) and
+MathJax 3's CHTML build (from the ``sphinx-mathjax-offline`` package), each copied into the site's ``_static``.
+
+Only what a page uses is loaded: plotly.js on the pages that have a figure (:data:`PLOTLY_JS`, added page by page by
+the site's ``conf.py``), MathJax (on the pages with maths, as Sphinx does) as the few components that typeset TeX
+into HTML, with their fonts and the TeX extensions loaded on demand.
+"""
 
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import shutil
 from pathlib import Path
 
-#: MathJax's combined component that turns TeX into SVG: no web fonts to load (fonts from ``file://`` pages are
-#: blocked by some browsers), so the maths renders the same opened from disk or served.
-MATHJAX_ENTRY = "mathjax/tex-svg.js"
-PLOTLY_JS = "plotly.min.js"
+#: MathJax's start-up component: it loads the components :data:`MATHJAX_CONFIG` names (TeX in, HTML with CSS and web
+#: fonts out) and nothing else: no menu, no accessibility tools, 0.75 MB against 1.2 MB for the combined tex-chtml.js
+#: and 2.1 MB for the SVG build.
+MATHJAX_ENTRY = "mathjax/startup.js"
+MATHJAX_CONFIG = {"loader": {"load": ["input/tex", "output/chtml"]}}
+#: The files those components are, with the fonts of the HTML output and the TeX extensions that TeX's autoload
+#: pulls in when a formula uses one of their macros.
+MATHJAX_PARTS = (
+    "startup.js",
+    "core.js",
+    "input/tex.js",
+    "output/chtml.js",
+    "output/chtml/fonts/tex.js",
+    "output/chtml/fonts/woff-v2",
+    "input/tex/extensions",
+)
+PLOTLY_JS = "plotly-cartesian.min.js"
+VENDOR_PLOTLY = Path(__file__).parent / "vendor" / "plotly-cartesian" / PLOTLY_JS
+_VERSION = re.compile(r"plotly\.js \(cartesian - minified\) v(\S+)")
+_TRACE = re.compile(r'moduleType:"trace",name:"(\w+)"')
 
 
 class SiteAssetsMissing(RuntimeError):
-    """A package the website's assets come from is not installed."""
+    """A file or package the website's assets come from is missing, or does not match the installed plotly."""
+
+
+def plotly_bundle_version(path: Path = VENDOR_PLOTLY) -> str:
+    """The plotly.js version written in the bundle's header."""
+    match = _VERSION.search(path.read_text(encoding="utf-8")[:400])
+    if match is None:
+        raise SiteAssetsMissing(f"{path} is not plotly.js's cartesian bundle (no version in its header)")
+    return match.group(1)
+
+
+def plotly_bundle_traces(path: Path = VENDOR_PLOTLY) -> frozenset[str]:
+    """The trace types the bundle can draw (each registers itself by name)."""
+    return frozenset(_TRACE.findall(path.read_text(encoding="utf-8")))
 
 
 def plotly_js_path() -> Path:
-    """The ``plotly.min.js`` shipped inside the installed plotly package."""
+    """The cartesian bundle, after checking that it is the plotly.js version the installed plotly package writes
+    figures for."""
     try:
-        import plotly
+        import plotly.offline
     except ImportError as exc:
         raise SiteAssetsMissing('the course website needs plotly: pip install "dro-lab[viz]"') from exc
-    path = Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
-    if not path.is_file():
-        raise SiteAssetsMissing(f"plotly {plotly.__version__} has no {path}")
-    return path
+    if not VENDOR_PLOTLY.is_file():
+        raise SiteAssetsMissing(f"the course is installed without its plotly.js bundle ({VENDOR_PLOTLY})")
+    wanted, found = plotly.offline.get_plotlyjs_version(), plotly_bundle_version()
+    if wanted != found:
+        raise SiteAssetsMissing(
+            f"plotly {plotly.__version__} writes figures for plotly.js {wanted}, but the site's bundle is {found}: "
+            f"see {VENDOR_PLOTLY.parent / 'README.md'}"
+        )
+    return VENDOR_PLOTLY
 
 
 def mathjax_folder() -> Path:
@@ -40,7 +81,7 @@ def mathjax_folder() -> Path:
         ) from exc
     entry = next((f for f in dist.files or () if f.as_posix().endswith("static/" + MATHJAX_ENTRY)), None)
     if entry is None:
-        raise SiteAssetsMissing("sphinx-mathjax-offline is installed without MathJax's tex-svg.js")
+        raise SiteAssetsMissing(f"sphinx-mathjax-offline is installed without MathJax's {MATHJAX_ENTRY}")
     return Path(dist.locate_file(entry)).parent
 
 
@@ -51,7 +92,12 @@ def copy_assets(static: Path) -> None:
     target = static / PLOTLY_JS
     if not target.is_file() or target.stat().st_size != plotly_js.stat().st_size:
         shutil.copyfile(plotly_js, target)
-    mathjax = static / "mathjax"
-    if not (mathjax / "tex-svg.js").is_file():
-        # the speech-rule maps (sre/mathmaps, 14 MB) serve MathJax's speech explorer, which the site does not enable
-        shutil.copytree(mathjax_folder(), mathjax, ignore=shutil.ignore_patterns("mathmaps"), dirs_exist_ok=True)
+    source, mathjax = mathjax_folder(), static / "mathjax"
+    for part in MATHJAX_PARTS:
+        if (mathjax / part).exists():
+            continue
+        if (source / part).is_dir():
+            shutil.copytree(source / part, mathjax / part)
+        else:
+            (mathjax / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / part, mathjax / part)

@@ -15,8 +15,12 @@ from typing import Any
 from dro_course._files import write_text_atomic
 from dro_course.results import LessonResult
 from dro_course.site.assets import copy_assets
+from dro_course.site.home import check_audience
 from dro_course.site.sources import write_sources
 from dro_course.syllabus import Syllabus
+
+#: Where each audience's site goes in a run's folder.
+SITE_FOLDERS = {"student": "site", "instructor": "instructor-site"}
 
 
 class SiteBuildError(RuntimeError):
@@ -41,26 +45,34 @@ def build_site(
     results: Sequence[LessonResult],
     preset: str,
     summary_md: str,
+    audience: str = "student",
 ) -> Path:
-    """Build the course website from a run's executed lessons into ``<out>/site``; return its ``index.html``.
+    """Build the course website from a run's executed lessons into ``<out>/site`` (``audience="student"``) or
+    ``<out>/instructor-site`` (``"instructor"``); return its ``index.html``.
 
-    The site has the home page (every lesson with its reading and run time and this run's status), one page per
-    lesson with its executed outputs, the run summary as a page, navigation and search. Each lesson page has
-    download links for the student notebook, the executed notebook and the instructor copy, and Binder / Colab
-    launch buttons. Maths is rendered by the site's own MathJax copy and figures by its one ``plotly.min.js``:
-    a page works opened from disk or served (``python -m http.server``) with no network. Widget panels show their
-    static twins (see :mod:`.publish`).
+    The student's site has the home page (every lesson with its reading time and goals), one page per lesson with
+    its executed outputs, the syllabus, the glossary and the references, navigation and search; it holds no
+    solution. Each lesson page has download links for the lesson's notebook and the executed one, and Binder /
+    Colab launch buttons. The instructor's site shows the lessons executed with their solutions and the written
+    exercises' answers, the instructor copies to download, the instructor guide and the run's log (each lesson's
+    status and seconds, the run summary). Maths is rendered by the site's own MathJax copy and figures by its one
+    plotly.js: a page works opened from disk or served (``python -m http.server``) with no network. Widget panels
+    show their static twins (see :mod:`.publish`).
 
-    The Sphinx sources, caches and build live in ``<out>/.site-build`` so that a second build re-renders only the
-    pages whose lesson changed; the finished site is then copied to ``<out>/site``. Raises
-    :class:`SiteBuildError` (with the tail of ``<out>/site-build.log``) when Sphinx fails.
+    Sphinx builds in ``<out>/.site-build/<audience>`` and the finished site is then moved to its folder; the
+    work folder goes once the site is in place, so nothing but the site is left beside it (and, when Sphinx
+    warned, its warnings in ``<out>/site-warnings.log`` or ``instructor-site-warnings.log``). When Sphinx fails, the
+    work folder stays and :class:`SiteBuildError` names its log, ``<out>/.site-build/<audience>/sphinx.log``, and
+    ends with its tail; a site built earlier is left as it was.
     """
     _check_site_arguments(syllabus, results, preset, summary_md)
+    check_audience(audience)
     out = Path(out)
-    work = out / ".site-build"
+    work = out / ".site-build" / audience
     # Sphinx builds inside the work folder (myst-nb writes its jupyter_execute/ beside the build), then the site
-    # is copied whole to <out>/site
-    src, doctrees, built, site = work / "src", work / "doctrees", work / "site", out / "site"
+    # moves whole to its folder
+    src, doctrees, built = work / "src", work / "doctrees", work / "site"
+    site = out / SITE_FOLDERS[audience]
     copy_assets(src / "_static")
     write_sources(
         src,
@@ -69,10 +81,17 @@ def build_site(
         preset=preset,
         summary_md=summary_md,
         instructor_dir=out / "instructor",
+        audience=audience,
     )
-    _sphinx(src, built, doctrees, out / "site-build.log")
+    log = work / "sphinx.log"
+    _sphinx(src, built, doctrees, log)
     write_text_atomic(built / ".nojekyll", "")  # GitHub Pages would hide _static/ otherwise
+    _prune(built)
     _replace_folder(built, site)
+    _keep_warnings(log, out / f"{SITE_FOLDERS[audience]}-warnings.log")
+    shutil.rmtree(work)
+    if not any((out / ".site-build").iterdir()):
+        (out / ".site-build").rmdir()
     return site / "index.html"
 
 
@@ -87,15 +106,33 @@ def _check_site_arguments(syllabus: Any, results: Any, preset: Any, summary_md: 
         raise TypeError(f"summary_md must be Markdown text, got {type(summary_md).__name__}")
 
 
+#: What the theme copies into every site and no page loads: fontawesome.js (the site's template leaves it out) and
+#: the source maps of the theme's minified files (for debugging the theme).
+_UNUSED = ("_static/scripts/fontawesome.js*", "_static/**/*.map")
+
+
+def _prune(site: Path) -> None:
+    for pattern in _UNUSED:
+        for path in site.glob(pattern):
+            path.unlink()
+
+
+def _keep_warnings(log: Path, kept: Path) -> None:
+    """Keep Sphinx's warnings (a page that lost a link, a figure or a table) as ``kept``; none: no file."""
+    warnings = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if "WARNING" in line]
+    if warnings:
+        write_text_atomic(kept, "\n".join(warnings) + "\n")
+    else:
+        kept.unlink(missing_ok=True)
+
+
 def _replace_folder(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target``, swapping the finished copy in by renames (a reader never sees half a site)."""
-    fresh, old = target.with_name(f".{target.name}.new"), target.with_name(f".{target.name}.old")
-    for stale in (fresh, old):
-        shutil.rmtree(stale, ignore_errors=True)
-    shutil.copytree(source, fresh)
+    """Move the finished ``source`` to ``target`` by renames (a reader never sees half a site)."""
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
     if target.exists():
         os.replace(target, old)
-    os.replace(fresh, target)
+    os.replace(source, target)
     shutil.rmtree(old, ignore_errors=True)
 
 

@@ -125,9 +125,13 @@ def generated_sections(syllabus: Syllabus) -> dict[str, Callable[[], str]]:
     return {"benchmarks": lambda: benchmarks_markdown(bench), "reference_runs": references_markdown}
 
 
-def write_manual(src: Path, syllabus: Syllabus, write: Callable[[Path, str], None]) -> list[str]:
+def write_manual(
+    src: Path, syllabus: Syllabus, write: Callable[[Path, str], None], absent: Sequence[str] = ()
+) -> list[str]:
     """Write the manual's pages (with their generated sections) and the API reference into ``src`` with
-    ``write(path, text)``; return the site's page names in reading order (none when the course has no manual)."""
+    ``write(path, text)``; return the site's page names in reading order (none when the course has no manual).
+    ``absent``: the course's pages this site leaves out (the student's site has no instructor guide): a link to
+    one keeps its words and loses its target."""
     folder = manual_folder(syllabus)
     if folder is None:
         return []
@@ -137,6 +141,8 @@ def write_manual(src: Path, syllabus: Syllabus, write: Callable[[Path, str], Non
         text = (folder / f"{name}.md").read_text(encoding="utf-8")
         if name in generated:
             text = text.rstrip() + "\n\n" + generated[name]()
+        for page in absent:
+            text = re.sub(rf"\[([^\]]+)\]\(\.\./{re.escape(page)}(?:#[^)]*)?\)", r"\1", text)
         write(src / SITE_FOLDER / f"{name}.md", text)
         pages.append(f"{SITE_FOLDER}/{name}")
     return [*pages, write_api_sources(src, write)]

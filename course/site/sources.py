@@ -5,26 +5,26 @@ the library's manual with its API reference (:mod:`.manual`)."""
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dro_course._files import write_text_atomic
 from dro_course.results import LessonResult
-from dro_course.site.assets import MATHJAX_ENTRY, PLOTLY_JS
+from dro_course.site.assets import MATHJAX_CONFIG, MATHJAX_ENTRY, PLOTLY_JS
+from dro_course.site.bibliography import BIBFILE, references_page
+from dro_course.site.home import COURSE_PAGES, check_audience, home_page
 from dro_course.site.manual import write_manual
 from dro_course.site.publish import publish_notebook, strip_widget_state
 from dro_course.syllabus import Lesson, Syllabus
 
 REPOSITORY = "https://github.com/dro-lab/dro_lab"
-#: The course's own pages beside the lessons (in the repository's course/ folder).
-COURSE_PAGES = ("glossary.md", "syllabus.md", "instructor_guide.md")
 
 _CONF = """# Written by dro_course.site for each build: edit course/site/sources.py, not this file.
 project = {title!r}
 author = "dro_lab developers"
 # autodoc, autosummary and napoleon: the API reference, generated from dro_lab's Google-style docstrings
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon", "sphinxcontrib.bibtex"]
 autosummary_generate = False
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -37,16 +37,23 @@ html_theme = "sphinx_book_theme"
 html_title = {title!r}
 html_static_path = ["_static"]
 html_css_files = ["dro_lab.css"]
-# one plotly.js for the whole site, loaded before the figures' scripts run
-html_js_files = [{plotly_js!r}]
+# the theme's head scripts without fontawesome.js (1.5 MB): its stylesheet already draws the icons with web fonts
+templates_path = ["_templates"]
 # MathJax from the site's own folder: the maths renders with no network
 mathjax_path = {mathjax!r}
+mathjax3_config = {mathjax_config!r}
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 nb_execution_mode = "off"
 # no require.js / widget manager from a CDN: the published notebooks carry no widget state
 nb_ipywidgets_js = {{}}
 nb_merge_streams = True
+# a lesson's tables (display(Markdown(...))) render as tables, as in JupyterLab, not as CommonMark paragraphs
+nb_render_markdown_format = "myst"
+# the references page (course/references.md): every entry of the course's BibTeX file under a target named by its
+# key, so that a lesson's plain Markdown link references.md#<key> lands on it
+bibtex_bibfiles = [{bibfile!r}]
+bibtex_default_style = "unsrt"
 html_last_updated_fmt = ""
 html_theme_options = {{
     "repository_url": {repository!r},
@@ -60,9 +67,46 @@ html_theme_options = {{
         "notebook_interface": "jupyterlab",
     }},
     "show_toc_level": 2,
+    # one search box, the sidebar's: no second one in a header bar above it
+    "navbar_persistent": [],
 }}
+# the figures are drawn on white; and a first visit logs no "invalid theme mode"
+html_context = {{"default_mode": "light"}}
+
+
+def _plotly_where_drawn(app, pagename, templatename, context, doctree):
+    # plotly.js only on the pages that draw a figure; in the page's head, so before the figures' scripts run
+    if "Plotly.newPlot" in context.get("body", ""):
+        app.add_js_file({plotly_js!r})
+
+
+def setup(app):
+    app.connect("html-page-context", _plotly_where_drawn)
 exclude_patterns = ["_build", "downloads/**"]
 suppress_warnings = ["mystnb.unknown_mime_type", "myst.header", "misc.highlighting_failure"]
+"""
+
+#: pydata-sphinx-theme's asset macros (static/webpack-macros.html), less the script that turns icons into SVGs.
+_THEME_MACROS = """{% macro head_pre_assets() %}
+<link href="{{ pathto('_static/styles/theme.css', 1) }}" rel="stylesheet" />
+<link href="{{ pathto('_static/styles/pydata-sphinx-theme.css', 1) }}" rel="stylesheet" />
+{% endmacro %}
+{% macro head_js_preload() %}
+<link rel="preload" as="script" href="{{ pathto('_static/scripts/bootstrap.js', 1) }}" />
+<link rel="preload" as="script" href="{{ pathto('_static/scripts/pydata-sphinx-theme.js', 1) }}" />
+{% endmacro %}
+{% macro body_post() %}
+<script defer src="{{ pathto('_static/scripts/bootstrap.js', 1) }}"></script>
+<script defer src="{{ pathto('_static/scripts/pydata-sphinx-theme.js', 1) }}"></script>
+{% endmacro %}
+"""
+
+#: The theme's layout, less the search index it loads on every page for a search-as-you-type box the site does not
+#: turn on (its search page loads the index itself).
+_LAYOUT = """{% extends "!layout.html" %}
+{%- block extrahead %}
+{{ super() | replace('<script src="' ~ pathto('searchindex.js', 1) | e ~ '"></script>', '') }}
+{%- endblock %}
 """
 
 _CSS = """.dro-lab-twin-note, .dro-lab-live { color: #555; font-size: 90%; }
@@ -79,115 +123,50 @@ def write_if_changed(path: Path, text: str) -> None:
 
 
 def conf_py(title: str) -> str:
-    return _CONF.format(title=title, plotly_js=PLOTLY_JS, mathjax=MATHJAX_ENTRY, repository=REPOSITORY)
-
-
-def _minutes(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
-
-
-def home_page(
-    syllabus: Syllabus,
-    results: Mapping[str, LessonResult],
-    preset: str,
-    pages: Mapping[str, str],
-    manual: Sequence[str] = (),
-) -> str:
-    """The landing page: the course's description and a table of the lessons (link, reading and run time, status);
-    ``manual``: the library's pages (the manual, then the API reference's index) for the navigation."""
-    rows = []
-    for number, lesson in enumerate(syllabus.lessons):
-        r = results.get(lesson.id)
-        status = r.status if r is not None else "not run"
-        seconds = f"{r.seconds:.0f}" if r is not None and r.status in ("ok", "cached", "failed") else ""
-        link = f"[{lesson.title.replace('|', '/')}]({pages[lesson.id]}.ipynb)"
-        rows.append(
-            f"| {number:02d} | {link} | {_minutes(lesson.reading_minutes)} | "
-            f"{_minutes(lesson.minutes.get(preset))} | {status} | {seconds} |"
-        )
-    lessons = "\n".join(f"{pages[lesson.id]}" for lesson in syllabus.lessons)
-    extra = [f"course/{name[:-3]}" for name in COURSE_PAGES if (syllabus.root / "course" / name).is_file()]
-    description = (syllabus.description or "").strip()
-    return "\n".join(
-        [
-            f"# {syllabus.title}",
-            "",
-            description,
-            "",
-            f"Every lesson below was executed with the `{preset}` preset; its page shows the outputs of that run.",
-            "Each page has launch buttons (Binder, Colab) at the top and links to download its notebook.",
-            "",
-            "| # | lesson | reading (min) | run (min, expected) | this run | seconds |",
-            "|---|---|---:|---:|---|---:|",
-            *rows,
-            "",
-            "See also the [run summary](summary.md).",
-            *_manual_links(manual),
-            "",
-            "```{toctree}",
-            ":hidden:",
-            ":caption: Lessons",
-            "",
-            lessons,
-            "```",
-            "",
-            "```{toctree}",
-            ":hidden:",
-            ":caption: The course",
-            "",
-            "summary",
-            *extra,
-            "```",
-            "",
-            *_toctree("The library", manual),
-        ]
+    return _CONF.format(
+        title=title,
+        plotly_js=PLOTLY_JS,
+        mathjax=MATHJAX_ENTRY,
+        mathjax_config=MATHJAX_CONFIG,
+        repository=REPOSITORY,
+        bibfile=BIBFILE,
     )
 
 
-def _manual_links(manual: Sequence[str]) -> list[str]:
-    if not manual:
-        return []
-    return [
-        "",
-        f"The library the lessons use, `dro_lab`, has its [manual]({manual[0]}.md) and an "
-        f"[API reference]({manual[-1]}.rst) generated from its docstrings.",
-    ]
-
-
-def _toctree(caption: str, entries: Sequence[str]) -> list[str]:
-    if not entries:
-        return []
-    return ["```{toctree}", ":hidden:", f":caption: {caption}", "", *entries, "```", ""]
-
-
-def _downloads_cell(stem: str, result: LessonResult | None, preset: str) -> Any:
+def _downloads_cell(stem: str, result: LessonResult | None, preset: str, audience: str, solved: bool) -> Any:
     import nbformat
 
-    links = [f"{{download}}`student notebook </downloads/student/{stem}.ipynb>`"]
+    links = [f"{{download}}`notebook </downloads/student/{stem}.ipynb>`"]
     if result is not None and result.notebook is not None:
-        links.append(f"{{download}}`executed notebook </downloads/executed/{stem}.ipynb>`")
-    links.append(f"{{download}}`instructor copy (with solutions) </downloads/instructor/{stem}.ipynb>`")
+        links.append(f"{{download}}`notebook with its outputs </downloads/executed/{stem}.ipynb>`")
+    if audience == "instructor" and solved:
+        links.append(f"{{download}}`instructor copy (with solutions) </downloads/instructor/{stem}.ipynb>`")
     lines = ["<div class='dro-lab-downloads'>\n", "\n", "Download: " + " · ".join(links) + "\n"]
     if result is None or result.status == "skipped":
         lines.append("\n*Not executed in this run: the page shows the lesson without outputs.*\n")
     elif result.status == "failed":
         lines.append(f"\n*This lesson failed in this run ({preset} preset): {html.escape(result.problem)}*\n")
-    else:
-        lines.append(f"\n*Executed with the `{preset}` preset in {result.seconds:.0f} s.*\n")
+    elif audience == "instructor":
+        lines.append(f"\n*Executed with the `{preset}` preset in {result.seconds:.0f} s, with the solutions.*\n")
     lines.append("\n</div>\n")
     return nbformat.v4.new_markdown_cell("".join(lines))
 
 
-def lesson_page(lesson: Lesson, result: LessonResult | None, preset: str) -> Any:
+def lesson_page(
+    lesson: Lesson, result: LessonResult | None, preset: str, audience: str = "student", solved: Path | None = None
+) -> Any:
     """The lesson's page: its executed notebook (or the source when it did not run), published, with the
-    download links under the title."""
+    download links under the title. The instructor's page is the executed instructor copy ``solved`` (the lesson
+    with its solutions and the written exercises' answers) when the run made one."""
     import nbformat
 
     source = result.notebook if result is not None and result.notebook is not None else lesson.notebook
+    if audience == "instructor" and solved is not None:
+        source = solved
     nb = publish_notebook(nbformat.read(str(source), as_version=4), name=lesson.id)
     stem = lesson.notebook.stem
     first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
-    nb.cells.insert(first_code, _downloads_cell(stem, result, preset))
+    nb.cells.insert(first_code, _downloads_cell(stem, result, preset, audience, solved is not None))
     return nb
 
 
@@ -199,35 +178,54 @@ def write_sources(
     preset: str,
     summary_md: str,
     instructor_dir: Path,
+    audience: str = "student",
 ) -> dict[str, str]:
-    """Write the Sphinx sources into ``src``; return lesson id -> page name (the notebook's stem)."""
+    """Write the Sphinx sources of ``audience``'s site into ``src``; return lesson id -> page name (the notebook's
+    stem). The student's site holds no solution: no instructor copy, no instructor guide, no run summary."""
     import nbformat
 
+    check_audience(audience)
     by_id = {r.id: r for r in results}
     # the repository's layout (notebooks/, course/): the lessons' links to course/glossary.md work as they are,
     # and the theme's Binder / Colab buttons point at notebooks/<stem>.ipynb in the repository
     pages = {lesson.id: f"notebooks/{lesson.notebook.stem}" for lesson in syllabus.lessons}
     write_if_changed(src / "conf.py", conf_py(syllabus.title))
     write_if_changed(src / "_static" / "dro_lab.css", _CSS)
-    manual = write_manual(src, syllabus, write_if_changed)
-    write_if_changed(src / "index.md", home_page(syllabus, by_id, preset, pages, manual))
-    lines = summary_md.splitlines()
-    if lines and lines[0].startswith("# "):  # the navigation shows the page title: keep it short
-        lines[0] = f"# Run summary ({preset} preset)"
-    write_if_changed(src / "summary.md", "\n".join(lines) + "\n")
-    for name in COURSE_PAGES:
-        page = syllabus.root / "course" / name
-        if page.is_file():
-            write_if_changed(src / "course" / name, page.read_text(encoding="utf-8"))
+    write_if_changed(src / "_templates" / "static" / "webpack-macros.html", _THEME_MACROS)
+    write_if_changed(src / "_templates" / "layout.html", _LAYOUT)
+    absent = sorted(set(COURSE_PAGES["instructor"]) - set(COURSE_PAGES[audience]))
+    manual = write_manual(src, syllabus, write_if_changed, absent)
+    write_if_changed(src / "index.md", home_page(syllabus, by_id, preset, pages, manual, audience=audience))
+    if audience == "instructor":
+        lines = summary_md.splitlines()
+        if lines and lines[0].startswith("# "):  # the navigation shows the page title: keep it short
+            lines[0] = f"# Run summary ({preset} preset)"
+        write_if_changed(src / "summary.md", "\n".join(lines) + "\n")
+    _write_course_pages(src, syllabus, audience)
     for lesson in syllabus.lessons:
         stem, result = lesson.notebook.stem, by_id.get(lesson.id)
-        write_if_changed(src / f"{pages[lesson.id]}.ipynb", nbformat.writes(lesson_page(lesson, result, preset)))
-        write_if_changed(src / "downloads" / "student" / f"{stem}.ipynb", lesson.notebook.read_text(encoding="utf-8"))
         instructor = instructor_dir / f"{lesson.id}.ipynb"
-        if instructor.is_file():  # executed in the lesson's run: as light as the executed student notebook
-            solved = strip_widget_state(nbformat.read(str(instructor), as_version=4))
-            write_if_changed(src / "downloads" / "instructor" / f"{stem}.ipynb", nbformat.writes(solved))
+        solved = instructor if instructor.is_file() else None
+        page = lesson_page(lesson, result, preset, audience, solved)
+        write_if_changed(src / f"{pages[lesson.id]}.ipynb", nbformat.writes(page))
+        write_if_changed(src / "downloads" / "student" / f"{stem}.ipynb", lesson.notebook.read_text(encoding="utf-8"))
+        if audience == "instructor" and solved is not None:  # as light as the executed student notebook
+            copy = strip_widget_state(nbformat.read(str(solved), as_version=4))
+            write_if_changed(src / "downloads" / "instructor" / f"{stem}.ipynb", nbformat.writes(copy))
         if result is not None and result.notebook is not None and result.notebook.is_file():
             executed = strip_widget_state(nbformat.read(str(result.notebook), as_version=4))
             write_if_changed(src / "downloads" / "executed" / f"{stem}.ipynb", nbformat.writes(executed))
     return pages
+
+
+def _write_course_pages(src: Path, syllabus: Syllabus, audience: str) -> None:
+    """The course's own pages of ``audience``'s site, and the BibTeX file the references page reads."""
+    folder = syllabus.root / "course"
+    for name in COURSE_PAGES[audience]:
+        page = folder / name
+        if name == "references.md" and (folder / BIBFILE.rsplit("/", 1)[-1]).is_file():
+            write_if_changed(src / "course" / name, references_page(folder / name, folder / "references.bib"))
+        elif page.is_file():
+            write_if_changed(src / "course" / name, page.read_text(encoding="utf-8"))
+    bib = folder / BIBFILE.rsplit("/", 1)[-1]
+    write_if_changed(src / BIBFILE, bib.read_text(encoding="utf-8") if bib.is_file() else "")

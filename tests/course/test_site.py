@@ -138,27 +138,72 @@ def site(tmp_path_factory) -> Path:
     out = root / "out"
     out.mkdir()
     nbformat.write(_executed_notebook(), str(out / "one.ipynb"))
+    (root / "course" / "instructor_guide.md").write_text("# Instructor guide\n\nHand out the copies.\n")
+    (out / "instructor").mkdir()
+    solved = _executed_notebook()
+    solved.cells.append(v4.new_code_cell(f"answer = 42  # {SOLUTION}"))
+    nbformat.write(solved, str(out / "instructor" / "one.ipynb"))
     syllabus = load_syllabus(root / "course" / "syllabus.yaml")
     results = [LessonResult(id="one", title="The first lesson", status="ok", seconds=2.0, notebook=out / "one.ipynb")]
-    index = build_site(out, syllabus=syllabus, results=results, preset="smoke", summary_md="# Summary\n\nall ok\n")
+    common = dict(syllabus=syllabus, results=results, preset="smoke", summary_md="# Summary\n\nall ok\n")
+    index = build_site(out, **common)
     assert index == out / "site" / "index.html"
+    assert build_site(out, **common, audience="instructor") == out / "instructor-site" / "index.html"
     return out / "site"
+
+
+#: A line only the instructor copy holds.
+SOLUTION = "the solution of exercise one"
 
 
 @pytest.mark.slow
 def test_site_has_home_lessons_summary_search_and_downloads(site):
-    for page in ("index.html", "summary.html", "search.html", "notebooks/one.html", "notebooks/two.html"):
+    for page in ("index.html", "search.html", "notebooks/one.html", "notebooks/two.html"):
         assert (site / page).is_file(), page
-    assert (site / "searchindex.js").is_file() and (site / "_static" / "plotly.min.js").is_file()
-    assert (site / "_static" / "mathjax" / "tex-svg.js").is_file()
+    assert (site / "searchindex.js").is_file() and (site / "_static" / "plotly-cartesian.min.js").is_file()
+    assert (site / "_static" / "mathjax" / "startup.js").is_file()
+    # what no page loads is not in the site, and nothing of the build is left beside it
+    assert not list(site.rglob("*.map")) and not (site / "_static" / "scripts" / "fontawesome.js").exists()
+    assert not (site.parent / ".site-build").exists()
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert "The first lesson" in home and "notebooks/one.html" in home and "summary.html" in home
+    assert "The first lesson" in home and "notebooks/one.html" in home and "A two-lesson course" in home
     page = (site / "notebooks" / "one.html").read_text(encoding="utf-8")
     downloads = re.findall(r'href="(\.\./_downloads/[^"]+)"', page)
-    assert len(downloads) == 2  # the student and the executed notebook (this course has no instructor copy)
+    assert len(downloads) == 2  # the student and the executed notebook: no instructor copy
     student, executed = (nbformat.read(str((site / "notebooks" / d).resolve()), as_version=4) for d in downloads)
     assert [c.get("outputs", []) for c in student.cells] == [[], []]
     assert "widgets" not in executed.metadata and executed.cells[2].outputs[0]["data"][PLOTLY_MIME] == TWIN
+
+
+@pytest.mark.slow
+def test_the_student_site_holds_no_solution_no_guide_and_no_run_log(site):
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".ipynb", ".txt", ".js", ".md"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            assert SOLUTION not in text and "Hand out the copies" not in text, path
+    assert not (site / "summary.html").exists() and not (site / "course" / "instructor_guide.html").exists()
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "this run" not in home and "seconds" not in home
+
+
+@pytest.mark.slow
+def test_the_instructor_site_shows_the_solutions_the_guide_and_the_run_log(site):
+    instructor = site.parent / "instructor-site"
+    page = (instructor / "notebooks" / "one.html").read_text(encoding="utf-8")
+    assert SOLUTION in page
+    downloads = re.findall(r'href="(\.\./_downloads/[^"]+)"', page)
+    assert len(downloads) == 3 and '>instructor</span> <span class="pre">copy<' in page
+    solved = nbformat.read(str((instructor / "notebooks" / downloads[2]).resolve()), as_version=4)
+    assert SOLUTION in solved.cells[-1].source
+    home = (instructor / "index.html").read_text(encoding="utf-8")
+    assert "summary.html" in home and "course/instructor_guide.html" in home and "this run" in home
+    assert (instructor / "course" / "instructor_guide.html").is_file()
+
+
+def test_an_unknown_audience_is_refused(tmp_path, site):
+    syllabus = load_syllabus(site.parents[1] / "course" / "syllabus.yaml")
+    with pytest.raises(ValueError, match="Invalid audience: 'teacher'"):
+        build_site(tmp_path, syllabus=syllabus, results=[], preset="smoke", summary_md="# s", audience="teacher")
 
 
 @pytest.mark.slow
@@ -175,9 +220,11 @@ def test_lesson_page_draws_the_figure_and_the_twin_with_the_sites_plotly(site):
     figures = _scripts_figures(page)
     assert [f[0] for f in figures] == [FIGURE["data"], TWIN["data"]]
     assert figures[1][2] == TWIN["frames"]
-    assert page.count('src="../_static/plotly.min.js') == 1
-    assert "mathjax/tex-svg.js" in page
+    assert page.count('src="../_static/plotly-cartesian.min.js') == 1
+    assert "mathjax/startup.js" in page and "fontawesome" not in page
     assert len(page.encode()) < 3_000_000
+    # a page without a figure does not load plotly.js
+    assert "plotly" not in (site / "notebooks" / "two.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

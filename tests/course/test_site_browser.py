@@ -14,6 +14,7 @@ import functools
 import http.server
 import re
 import threading
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.notebook, pytes
 
 CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[2]
-MAX_PAGE_BYTES = 3_000_000
+MAX_PAGE_BYTES = 3_000_000  # a lesson page's first visit, with everything it loads
+MAX_HOME_BYTES = 1_000_000  # the home page's
+MAX_SITE_BYTES = 30_000_000  # the whole site folder
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
@@ -63,7 +66,11 @@ class OfflinePage:
 
         self.context.route("**/*", route)
         self.page = self.context.new_page()
+        self.loaded: list[str] = []  # every URL the page asked for, in order
+        self.page.on("request", lambda r: self.loaded.append(r.url))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        # a console error is an error too (a theme's complaint, a file that did not load)
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.goto(url, wait_until="load")
         # MathJax typesets after load; plotly draws synchronously in the page's scripts
         self.page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
@@ -71,6 +78,17 @@ class OfflinePage:
 
     def close(self):
         self.context.close()
+
+    def bytes_loaded(self) -> int:
+        """What a cold first visit loads: the sizes of the local files the page asked for, each counted once."""
+        files = {_local_file(url) for url in self.loaded}
+        return sum(f.stat().st_size for f in files if f is not None and f.is_file())
+
+
+def _local_file(url: str) -> Path | None:
+    if not url.startswith("file://"):
+        return None
+    return Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path))
 
 
 def _maths_in_source(html: str) -> int:
@@ -151,6 +169,79 @@ def test_every_static_twin_moves_with_its_slider(stem, site, browser):
         view.close()
 
 
+def _pages(site: Path) -> list[Path]:
+    """The site's pages a reader opens (the API reference's and Sphinx's index pages aside)."""
+    return sorted(
+        p for p in site.rglob("*.html") if not {"_static", "api", "_modules"} & set(p.relative_to(site).parts)
+    )
+
+
+def _raw_tables(page) -> int:
+    """Paragraphs that hold a Markdown table's pipes and dashes: a table the site printed as text."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('main p')].filter(p => /\\|\\s*:?-{3,}/.test(p.textContent)).length"
+    )
+
+
+def test_every_page_has_its_tables_and_no_console_error(site, browser):
+    problems = []
+    for path in _pages(site):
+        view = OfflinePage(browser, path.as_uri())
+        try:
+            name = str(path.relative_to(site))
+            if _raw_tables(view.page):
+                problems.append(f"{name}: {_raw_tables(view.page)} table(s) printed as text")
+            if view.errors or view.blocked:
+                problems.append(f"{name}: {(view.errors + view.blocked)[:2]}")
+        finally:
+            view.close()
+    assert problems == []
+
+
+def _too_heavy(site: Path, browser) -> list[str]:
+    heavy = []
+    for path in _pages(site):
+        view = OfflinePage(browser, path.as_uri())
+        try:
+            name, loaded = str(path.relative_to(site)), view.bytes_loaded()
+            limit = MAX_HOME_BYTES if name == "index.html" else MAX_PAGE_BYTES
+            if loaded > limit:
+                heavy.append(f"{name}: a first visit loads {loaded / 1e6:.2f} MB (limit {limit / 1e6:g})")
+        finally:
+            view.close()
+    return heavy
+
+
+def test_the_home_page_and_the_course_pages_are_light(site, browser):
+    assert [h for h in _too_heavy(site, browser) if not h.startswith("notebooks/")] == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a lesson page with figures loads plotly.js (1.5 MB) and MathJax (0.8 MB) beside its own figures: "
+    "lessons 01, 03, 04, 06 and 07 load 3.3-4.3 MB; lighter figures and a smaller plotly.js bundle are to come",
+)
+def test_every_lesson_page_loads_at_most_3_mb(site, browser):
+    assert [h for h in _too_heavy(site, browser) if h.startswith("notebooks/")] == []
+
+
+def test_every_internal_link_resolves(site):
+    broken = []
+    for path in _pages(site):
+        for href in re.findall(r'href="([^"#?]+)(?:[#?][^"]*)?"', path.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", href):  # http(s):, mailto: — outside the site
+                continue
+            if not (path.parent / urllib.parse.unquote(href)).exists():
+                broken.append(f"{path.relative_to(site)} -> {href}")
+    assert broken == []
+
+
+def test_the_site_folder_is_light(site):
+    total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    assert total <= MAX_SITE_BYTES, f"the site folder holds {total / 1e6:.1f} MB"
+    assert [p.name for p in site.parent.iterdir() if p.name.startswith(".site")] == []
+
+
 def test_pages_are_light_and_plotly_js_comes_once(site):
     heavy = {}
     for page in site.rglob("*.html"):
@@ -158,7 +249,7 @@ def test_pages_are_light_and_plotly_js_comes_once(site):
         if size > MAX_PAGE_BYTES:
             heavy[str(page.relative_to(site))] = size
         text = page.read_text(encoding="utf-8")
-        assert text.count("plotly.min.js") <= 1, page
+        assert text.count("plotly-cartesian.min.js") <= 1, page
         assert "cdn.plot.ly" not in text and "unpkg.com" not in text and "cdn.jsdelivr" not in text, page
     assert heavy == {}
     downloads = list((site / "_downloads").rglob("*.ipynb"))

@@ -263,15 +263,18 @@ def test_syllabus_markdown(tmp_path, capsys):
     syllabus = load_syllabus(make_course(tmp_path))
     md = syllabus_markdown(syllabus)
     assert md.startswith("# Fixture course\n")
-    assert "| # | lesson | title | reading (min) | minutes (smoke) | minutes (full) |" in md
-    assert "| 1 | [`passing`](#passing) | A passing lesson |  | 0.1 |  |" in md
-    assert "### 2. A failing lesson" in md and "- **after:** `passing`" in md
-    assert "1. print a parameter" in md and "[`src/passing.ipynb`](../src/passing.ipynb)" in md
+    assert "| # | lesson | reading (min) | smoke | full |" in md
+    # each row links the lesson itself (its title)
+    assert "| passing | [A passing lesson](../src/passing.ipynb) |  | 0.1 |  |" in md
+    assert "### failing · [A failing lesson](../src/failing.ipynb)" in md and "- **after:** `passing`" in md
+    assert "1. print a parameter" in md and "**notebook:** `src/passing.ipynb`" in md
     assert main(["list", "--syllabus", str(syllabus.path), "--markdown"]) == 0
     assert capsys.readouterr().out.strip() == md.strip()
     real = syllabus_markdown(load_syllabus(REAL_SYLLABUS, check_notebooks=False))
     for lesson in load_syllabus(REAL_SYLLABUS, check_notebooks=False):
         assert f"`{lesson.id}`" in real and lesson.goals[0] in real
+        # the course numbers its lessons 00-07, as their ids do
+        assert f"| {lesson.id[:2]} | [{lesson.title}](../notebooks/{lesson.id}.ipynb) |" in real
 
 
 def test_course_syllabus_md_is_the_generated_one():
@@ -295,7 +298,7 @@ def test_every_lesson_of_the_course_gives_its_reading_time_and_the_pages_show_it
         assert f"| {lesson.reading_minutes:g} |" in row
     page = syllabus_markdown(syllabus)
     total = sum(lesson.reading_minutes for lesson in syllabus.lessons)
-    assert f"| | **total** | | {total:g} |" in page
+    assert f"| | **total** | {total:g} |" in page
 
 
 @pytest.mark.parametrize("bad", [0, -5, "ten", True])

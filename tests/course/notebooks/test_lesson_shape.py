@@ -8,7 +8,8 @@ Checked statically on the stored notebooks (outputs are not stored):
 * none of the words that speak of texts a student does not have ("spec", "pitfall N", "the text we have" …);
 * at least three exercises (one in lesson 00), at least one of them code: a cell tagged ``exercise`` opening with
   ``# Exercise N`` followed by a cell tagged ``check`` that calls ``check_exercise("N"…``; and a solution for every
-  exercise in ``course/solutions/<lesson>.py`` (no solution left in the student's notebook).
+  exercise in ``course/solutions/<lesson>.py`` (no solution left in the student's notebook);
+* a check cell shows no answer: it compares with what the lesson's ``expected`` module computes.
 
 Whether the solutions pass their checks and the stubs report "not yet" is run in
 ``tests/course/test_instructor_copy.py``.
@@ -69,6 +70,18 @@ def _problems(path: Path) -> list[str]:
     return problems + _exercise_problems(path, nb)
 
 
+def _answers_in_sight(source: str) -> list[str]:
+    """A check cell computes no expected value in sight: each ``check_exercise`` compares with a call to the
+    lesson's ``expected`` module, or a name taken from one (``q_expected``), and the cell calls no library."""
+    problems = ["calls dro_lab: the expected value is in sight"] if "dro_lab." in source else []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check_exercise" and len(node.args) >= 3:
+            shown = ast.unparse(node.args[2])
+            if not (re.fullmatch(r"\w+_expected", shown) or shown.startswith("expected.")):
+                problems.append(f"compares with {shown}, in sight (compute it in the lesson's expected module)")
+    return problems
+
+
 def _exercise_problems(path: Path, nb) -> list[str]:
     problems, ids, code_ids = [], [], []
     for i, cell in enumerate(nb.cells):
@@ -90,6 +103,8 @@ def _exercise_problems(path: Path, nb) -> list[str]:
                 problems.append(f"exercise {key}: not followed by a cell tagged '{CHECK_TAG}'")
             elif f'check_exercise("{key}"' not in following.source:
                 problems.append(f'exercise {key}: its check cell does not call check_exercise("{key}", …)')
+            else:
+                problems += [f"exercise {key}: {p}" for p in _answers_in_sight(following.source)]
     first = next((i for i, c in enumerate(nb.cells) if EXERCISE_TAG in _tags(c)), len(nb.cells))
     after = [
         i
@@ -152,3 +167,12 @@ def test_the_checker_finds_what_it_is_meant_to_find(tmp_path):
         "no solutions file",
     ):
         assert expected in found, found
+
+
+def test_a_lesson_has_one_title_everywhere():
+    """The notebook's heading, the syllabus, the home page and the navigation say the same: "Lesson NN — title"."""
+    from dro_course import load_syllabus
+
+    for lesson in load_syllabus(REPO / "course" / "syllabus.yaml", check_notebooks=False).lessons:
+        heading = nbformat.read(str(lesson.notebook), as_version=4).cells[0].source.splitlines()[0]
+        assert heading == f"# Lesson {lesson.number} — {lesson.title}", lesson.id

@@ -1,0 +1,1 @@
+"""Lesson 00 (welcome): the values its exercise checks compare with (:mod:`.expected`)."""
