@@ -31,7 +31,7 @@ MATHJAX_PARTS = (
     "input/tex/extensions",
 )
 PLOTLY_JS = "plotly-cartesian.min.js"
-VENDOR_PLOTLY = Path(__file__).parent / "vendor" / "plotly-cartesian" / PLOTLY_JS
+VENDOR_PLOTLY = Path(__file__).parent / "vendor" / "plotly_cartesian" / PLOTLY_JS
 _VERSION = re.compile(r"plotly\.js \(cartesian - minified\) v(\S+)")
 _TRACE = re.compile(r'moduleType:"trace",name:"(\w+)"')
 
