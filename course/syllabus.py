@@ -279,7 +279,7 @@ def syllabus_markdown(syllabus: Syllabus) -> str:
     goals. Notebook links are relative to the syllabus's folder (the page is meant to sit beside it,
     e.g. ``course/syllabus.md``)."""
     presets = list(syllabus.presets)
-    lines = [f"# {syllabus.title}", ""]
+    lines = ["# Syllabus", "", f"**{syllabus.title}**", ""]
     if syllabus.description:
         lines += [syllabus.description.strip(), ""]
     lines += ["## Presets", "", "| preset | what it runs |", "|---|---|"]

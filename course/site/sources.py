@@ -34,7 +34,8 @@ napoleon_use_ivar = True  # a class's "Attributes:" as a field list: :members: d
 python_maximum_signature_line_length = 100
 add_module_names = False
 html_theme = "sphinx_book_theme"
-html_title = {title!r}
+# the short name: each page's title ends with it, and the sidebar shows it
+html_title = {short_title!r}
 html_static_path = ["_static"]
 html_css_files = ["dro_lab.css"]
 # the theme's head scripts without fontawesome.js (1.5 MB): its stylesheet already draws the icons with web fonts
@@ -125,6 +126,7 @@ def write_if_changed(path: Path, text: str) -> None:
 def conf_py(title: str) -> str:
     return _CONF.format(
         title=title,
+        short_title=title.split(":", 1)[0].strip(),
         plotly_js=PLOTLY_JS,
         mathjax=MATHJAX_ENTRY,
         mathjax_config=MATHJAX_CONFIG,

@@ -128,7 +128,7 @@ def test_the_reference_is_drawn_beside_a_live_run():
     fig = reference_beside_live_figure(reference, live, "minority_accuracy")
     titles = [a.text for a in fig.layout.annotations]
     assert titles == [
-        "Reference run: fashion-mnist, 5 seeds, full preset",
+        f"Reference run: fashion-mnist, {len(reference.seeds)} seeds, full preset",
         "Your run: fashion-mnist, 1 seed, smoke preset",
     ]
     lines = [t for t in fig.data if t.mode == "lines" and t.fill != "toself"]

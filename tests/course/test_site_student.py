@@ -7,6 +7,7 @@ import html
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from dro_course import load_syllabus, read_solutions, solutions_path
@@ -21,7 +22,7 @@ def _solution_lines() -> dict[str, str]:
     """Lines of the solutions (the longer ones, which no student notebook holds) -> the lesson they solve."""
     found = {}
     for lesson in SYLLABUS.lessons:
-        student = lesson.notebook.read_text(encoding="utf-8")
+        student = "\n".join(cell.source for cell in nbformat.read(str(lesson.notebook), as_version=4).cells)
         for text in read_solutions(solutions_path(lesson.notebook, REPO)).values():
             for line in text.splitlines():
                 line = line.strip().lstrip("#").strip()

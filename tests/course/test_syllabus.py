@@ -262,7 +262,7 @@ def test_repository_syllabus():
 def test_syllabus_markdown(tmp_path, capsys):
     syllabus = load_syllabus(make_course(tmp_path))
     md = syllabus_markdown(syllabus)
-    assert md.startswith("# Fixture course\n")
+    assert md.startswith("# Syllabus\n\n**Fixture course**\n")
     assert "| # | lesson | reading (min) | smoke | full |" in md
     # each row links the lesson itself (its title)
     assert "| passing | [A passing lesson](../src/passing.ipynb) |  | 0.1 |  |" in md
