@@ -42,7 +42,8 @@ class SiteAssetsMissing(RuntimeError):
 
 def plotly_bundle_version(path: Path = VENDOR_PLOTLY) -> str:
     """The plotly.js version written in the bundle's header."""
-    match = _VERSION.search(path.read_text(encoding="utf-8")[:400])
+    with open(path, encoding="utf-8") as handle:  # the header, not the 1.5 MB that follow it
+        match = _VERSION.search(handle.read(400))
     if match is None:
         raise SiteAssetsMissing(f"{path} is not plotly.js's cartesian bundle (no version in its header)")
     return match.group(1)

@@ -13,7 +13,7 @@ from dro_course._files import write_text_atomic
 from dro_course.results import LessonResult
 from dro_course.site.assets import MATHJAX_CONFIG, MATHJAX_ENTRY, PLOTLY_JS
 from dro_course.site.bibliography import BIBFILE, references_page
-from dro_course.site.home import COURSE_PAGES, check_audience, home_page
+from dro_course.site.home import COURSE_PAGES, home_page
 from dro_course.site.manual import write_manual
 from dro_course.site.publish import publish_notebook, strip_widget_state
 from dro_course.syllabus import Lesson, Syllabus
@@ -186,7 +186,6 @@ def write_sources(
     stem). The student's site holds no solution: no instructor copy, no instructor guide, no run summary."""
     import nbformat
 
-    check_audience(audience)
     by_id = {r.id: r for r in results}
     # the repository's layout (notebooks/, course/): the lessons' links to course/glossary.md work as they are,
     # and the theme's Binder / Colab buttons point at notebooks/<stem>.ipynb in the repository
@@ -222,12 +221,11 @@ def write_sources(
 
 def _write_course_pages(src: Path, syllabus: Syllabus, audience: str) -> None:
     """The course's own pages of ``audience``'s site, and the BibTeX file the references page reads."""
-    folder = syllabus.root / "course"
+    folder, bib = syllabus.root / "course", syllabus.root / BIBFILE
     for name in COURSE_PAGES[audience]:
         page = folder / name
-        if name == "references.md" and (folder / BIBFILE.rsplit("/", 1)[-1]).is_file():
-            write_if_changed(src / "course" / name, references_page(folder / name, folder / "references.bib"))
-        elif page.is_file():
-            write_if_changed(src / "course" / name, page.read_text(encoding="utf-8"))
-    bib = folder / BIBFILE.rsplit("/", 1)[-1]
+        if not page.is_file():
+            continue
+        text = references_page(page, bib) if name == "references.md" and bib.is_file() else page.read_text("utf-8")
+        write_if_changed(src / "course" / name, text)
     write_if_changed(src / BIBFILE, bib.read_text(encoding="utf-8") if bib.is_file() else "")
