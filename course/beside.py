@@ -10,10 +10,12 @@ that runs a paper's experiment (the library knows the references by name only).
 
 from __future__ import annotations
 
+import numpy as np
+
 from dro_lab.experiments.reference import Reference, _shown, load_reference
 from dro_lab.experiments.result import ExperimentResult, verdict_table
 
-__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "claims_in_words", "is_illustration"]
+__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "claims_in_words", "is_illustration", "smoke_artefacts"]
 
 #: What each verdict means, in a sentence a student reads beside the numbers.
 _MEANING = {
@@ -60,6 +62,59 @@ def _live_heading(result: ExperimentResult, illustration: bool) -> str:
             "Run the lesson with `-p preset full` (or the reference's command) for a run that can carry one."
         )
     return f"### Your run ({what})\n\nIts verdicts come from its own paired seeds, by the same rule as the reference's."
+
+
+def _methods_list(methods: list[str]) -> str:
+    return methods[0] if len(methods) == 1 else ", ".join(methods[:-1]) + " and " + methods[-1]
+
+
+def smoke_artefacts(
+    live: ExperimentResult,
+    metric: str,
+    *,
+    chance: float | None = None,
+    margin: float = 0.02,
+    min_seeds: int = 3,
+    curve: str | None = None,
+) -> str:
+    """Markdown: what ``live``'s ``metric`` shows only because the run is small, in a sentence a student reads
+    under its figure; ``""`` when ``live`` is large enough to judge (:func:`is_illustration`) or shows none.
+
+    Three artefacts are named: every method at 0 (an empty panel), methods within ``margin`` of ``chance`` (the
+    accuracy of a guess), and methods whose per-epoch mean ends below where it started. ``curve`` names that
+    per-epoch metric where it differs from the final one (lesson 05's ``test_accuracy`` curve ends in its final
+    ``clean_accuracy``); by default it is ``metric``.
+
+    Raises:
+        TypeError: ``live`` is not an ExperimentResult.
+        ValueError: ``metric`` is not a final metric of ``live``, or ``chance`` is not in [0, 1].
+    """
+    if not is_illustration(live, min_seeds=min_seeds):
+        return ""
+    if chance is not None and not 0.0 <= chance <= 1.0:
+        raise ValueError(f"chance must be in [0, 1], got {chance!r}")
+    finals = {m: float(np.nanmean(v)) for m, v in live.final(metric).items()}
+    size = f"{live.config.get('epochs', '?')} epochs, {len(live.seeds)} seed{'s' if len(live.seeds) != 1 else ''}"
+    notes = []
+    if all(v == 0.0 for v in finals.values()):
+        notes.append(f"every method scores 0 on `{metric}`: the panel is empty, not a result")
+    elif chance is not None and (guessing := [m for m, v in finals.items() if abs(v - chance) <= margin]):
+        notes.append(f"{_methods_list(guessing)} sit{'s' if len(guessing) == 1 else ''} at chance ({chance:.3g}) "
+                     f"on `{metric}`: {'it has' if len(guessing) == 1 else 'they have'} not learned yet")  # fmt: skip
+    falling = []
+    for m in live.methods:
+        try:
+            per_epoch = np.nanmean(live.curve(curve or metric, m), axis=0)
+        except (KeyError, ValueError):
+            continue  # a metric measured only at the end has no curve
+        if len(per_epoch) > 1 and per_epoch[-1] < per_epoch[0]:
+            falling.append(m)
+    if falling:
+        notes.append(f"`{curve or metric}` falls over training for {_methods_list(falling)}: too few steps to settle")
+    if not notes:
+        return ""
+    return (f"*An illustration of the protocol ({live.preset} preset, {size}): "
+            + "; ".join(notes) + ". The reference run above shows the trained result.*\n")  # fmt: skip
 
 
 def beside_reference(

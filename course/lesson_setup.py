@@ -161,6 +161,16 @@ def _resolve_device(device: Any) -> Any:
         raise ValueError(f"Invalid parameter device={device!r}: {exc}") from None
 
 
+def _set_cpu_threads(values: Mapping[str, Any]) -> None:
+    """A lesson's ``cpu_threads`` (when it has one and runs on a CPU) becomes torch's thread count: the lessons'
+    models are tiny, and one thread is faster than two fighting over a small matrix."""
+    threads, device = values.get("cpu_threads"), values.get("device")
+    if threads is not None and getattr(device, "type", None) == "cpu":
+        import torch  # only here: a lesson's set-up has already imported it through its device
+
+        torch.set_num_threads(threads)
+
+
 def setup_lesson(
     lesson_id: str,
     namespace: MutableMapping[str, Any],
@@ -177,7 +187,8 @@ def setup_lesson(
     3. every parameter under the lesson's ``checks`` is checked with :func:`check_parameter`
        (a bad value raises ``ValueError: Invalid parameter NAME=VALUE: expected ...``);
     4. ``device`` becomes a ``torch.device`` (``"auto"``: CUDA when available);
-    5. ``seeds = [seed + k for k in range(n_seeds)]`` when the lesson has ``n_seeds``.
+    5. ``seeds = [seed + k for k in range(n_seeds)]`` when the lesson has ``n_seeds``;
+    6. on a CPU, torch uses ``cpu_threads`` threads when the lesson has that parameter and it is not None.
 
     The values are written back into ``namespace`` (a lesson passes ``globals()``, so later cells use
     the plain names), returned, and one line says the preset, device, seeds and the sizes taken from
@@ -208,6 +219,7 @@ def setup_lesson(
         values["device"] = _resolve_device(values["device"])
     if isinstance(values.get("n_seeds"), int) and isinstance(values.get("seed"), int):
         values["seeds"] = [values["seed"] + k for k in range(values["n_seeds"])]
+    _set_cpu_threads(values)
     namespace.update(values)
     setup = LessonSetup(
         lesson.id,

@@ -1297,6 +1297,15 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("shape:errors length", lambda: VZ().mc_error_figure([1, 2], {"a": [1.0]}), V, r"errors"),
         c("range:ms=[0, 1]", lambda: VZ().mc_error_figure([0, 1], {"a": [1.0, 0.5]}), V, r"\bms\b"),
     ],
+    "beside_figure": [
+        c("type:live is a dict", lambda: VZ().beside_figure(EXP_RESULT(), {}, "a", title="t"), T, r"live"),
+        c(
+            "name:method x",
+            lambda: VZ().beside_figure(EXP_RESULT(), EXP_RESULT(), "a", title="t", methods=["x"]),
+            V,
+            r"'x'",
+        ),
+    ],
     "minority_mass_figure": [
         c("type:losses is a string", lambda: VZ().minority_mass_figure("abc", [0, 1, 0], minority=1), T, r"losses"),
         c("type:minority='1'", lambda: VZ().minority_mass_figure(NP(3), [0, 1, 0], minority="1"), T, r"minority"),
@@ -1347,6 +1356,15 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("type:result=str", lambda: VZ().loss_against_time_figure("importance"), T, r"result"),
         c("name:methods=['zz']", lambda: VZ().loss_against_time_figure(EXP_RESULT(), methods=["zz"]), V, r"methods"),
         c("empty:methods=[]", lambda: VZ().loss_against_time_figure(EXP_RESULT(), methods=[]), V, r"methods"),
+    ],
+    "accuracy_beside_figure": [
+        c("type:live=dict", lambda: VZ().accuracy_beside_figure(EXP_RESULT(), {}), T, r"live"),
+        c(
+            "name:methods=['zz']",
+            lambda: VZ().accuracy_beside_figure(EXP_RESULT(), EXP_RESULT(), methods=["zz"]),
+            V,
+            r"methods",
+        ),
     ],
     "forgotten_weights_figure": [
         c("type:paths=str", lambda: VZ().forgotten_weights_figure("u", [0.0, 0.0]), T, r"paths"),
@@ -1448,6 +1466,12 @@ VIZ_BAD_INPUTS: dict[str, list] = {
             V,
             r"unknown",
         ),
+    ],
+    "final_metrics_figure": [
+        c("type:result is a dict", lambda: VZ().final_metrics_figure({}, ["a"]), T, r"result"),
+        c("type:metrics is a string", lambda: VZ().final_metrics_figure(EXP_RESULT(), "a"), T, r"metrics"),
+        c("name:method", lambda: VZ().final_metrics_figure(EXP_RESULT(), ["a"], methods=["x"]), V, r"unknown"),
+        c("shape:titles", lambda: VZ().final_metrics_figure(EXP_RESULT(), ["a"], titles=["x", "y"]), V, r"titles"),
     ],
     "r_schedule_figure": [
         c("shape:r_values length", lambda: VZ().r_schedule_figure([1, 2, 3], [1.0, 2.0]), V, r"r_values"),
@@ -1613,6 +1637,10 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("alpha-range:alpha=1.5", lambda: WG().is_variance_panel(np.eye(3), alpha=1.5), V, r"alpha|α"),
         c("range:batch_size=0", lambda: WG().is_variance_panel(np.eye(3), batch_size=0), V, r"batch_size"),
     ],
+    "experiment_panel": [
+        c("range:lr=0", lambda: WG().experiment_panel("digits", "smoke", lr=0.0), V, r"lr"),
+        c("name:dataset='mnist'", lambda: WG().experiment_panel("mnist", "smoke"), V, r"digits"),
+    ],
     "optimism_slider": [
         c("alpha-range:value=-1", lambda: WG().optimism_slider(-1.0), V, r"value|α"),
     ],
@@ -1704,6 +1732,7 @@ VIZ_BAD_INPUTS: dict[str, list] = {
 
 VIZ_NO_INPUT = {
     "PALETTE": "a constant list of colours",
+    "TEMPLATE": "a constant: the name of the figures' plotly template",
     "METHODS": "lesson 07's constant read-only method registry",
     "FAMILIES": "lesson 07's constant read-only map of method families",
 }

@@ -10,7 +10,7 @@ re-exported here from its module (a figure that draws what only one lesson compu
 - :mod:`.group_dro`: descent–ascent on the bilinear game, π* against β, π over training (lesson 04);
 - :mod:`.done`: DONE's instance weights per class and the r(t) schedule (lesson 05);
 - :mod:`.adversarial`: an attack on a 2-D toy, per-class robust accuracy, PGD against AutoAttack, an experiment's
-  final metric with the reference run beside the reader's (lesson 05);
+  final metrics with their intervals, and the reference run beside the reader's (lesson 05);
 - :mod:`.smoothing`: the GI-LS shift field, transport cost against γ, the regulariser, generated images,
   cost against T, Bayesian-optimisation progress (lesson 06);
 - :mod:`.comparison`: the capstone's every-method figure (lesson 07);
@@ -28,12 +28,13 @@ re-exported below because lessons call them as ``figures.<name>`` (``is_mixture`
 
 from __future__ import annotations
 
-from dro_course.figures._style import PALETTE
+from dro_course.figures._style import PALETTE, TEMPLATE
 from dro_course.figures.adversarial import (
     attack_gap_figure,
     attack_toy_figure,
     experiment_per_class_figure,
     final_metric_beside_figure,
+    final_metrics_figure,
     per_class_robust_figure,
 )
 from dro_course.figures.comparison import comparison_figure
@@ -87,6 +88,7 @@ from dro_lab.samplers.importance import is_mixture
 
 __all__ = [
     "PALETTE",
+    "TEMPLATE",
     # lesson 01 and training results
     "weights_figure",
     "robust_value_figure",
@@ -123,6 +125,7 @@ __all__ = [
     "attack_gap_figure",
     "experiment_per_class_figure",
     "final_metric_beside_figure",
+    "final_metrics_figure",
     "r_schedule_figure",
     # lesson 06: GI-LS
     "shift_field_figure",

@@ -33,7 +33,9 @@ PALETTE = [
     "#ad494a",
 ]
 
-LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=50, b=50), height=380)
+#: The plotly template of every course figure (the website writes it once per site, not once per figure).
+TEMPLATE = "plotly_white"
+LAYOUT = dict(template=TEMPLATE, margin=dict(l=60, r=20, t=50, b=50), height=380)
 
 # Per-class traces (the highlighted minority class takes PALETTE's red instead).
 CLASS_COLORS = [

@@ -1,5 +1,5 @@
 """Lesson 05, attacks and robust accuracy: PGD on a 2-D toy, per-class robust accuracy, PGD against AutoAttack, and
-an experiment's final robust accuracy, the shipped reference run beside the reader's own.
+an experiment's final metrics: one run's with their intervals, and the shipped reference run beside the reader's.
 
 Here α is the attack step and ε the attack radius.
 """
@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dro_course.beside import is_illustration
 from dro_course.figures._style import (
     LAYOUT,
     PALETTE,
@@ -27,6 +28,7 @@ from dro_course.figures._style import (
 from dro_lab._validation import check_int
 from dro_lab.data.fashion import FASHION_MNIST_CLASSES
 from dro_lab.experiments.result import ExperimentResult
+from dro_lab.experiments.verdict import judge
 from dro_lab.utils import to_numpy
 
 
@@ -324,7 +326,7 @@ def _result_methods(result, methods, name: str) -> list[str]:
 
 def _run_title(result: ExperimentResult, who: str) -> str:
     seeds = len(result.seeds)
-    return f"{who}: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
+    return f"{who}<br>{result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
 
 
 def experiment_per_class_figure(
@@ -364,6 +366,120 @@ def experiment_per_class_figure(
     )
 
 
+def _add_final_metric(
+    fig: go.Figure,
+    result: ExperimentResult,
+    metric: str,
+    methods: list[str],
+    colors: dict,
+    scale: float,
+    *,
+    col: int,
+    legend: bool,
+    intervals: bool,
+) -> None:
+    """One panel of a final metric: a bar at each method's mean over seeds (with ``intervals``, whiskers at the
+    95 % t-interval of that mean, kept inside [0, 100] for a percentage), one dot per seed, and the dots of one
+    seed joined across methods."""
+    finals = result.final(metric)
+    means = [float(np.nanmean(finals[m])) * scale for m in methods]
+    error = None
+    if intervals:
+        ends = np.array([_mean_interval(finals[m]) for m in methods]) * scale
+        down, up = np.array(means) - ends[:, 0], ends[:, 1] - np.array(means)
+        if scale == 100.0:  # an accuracy's interval stops at 0 and 100 %
+            down, up = np.minimum(down, np.array(means)), np.minimum(up, 100.0 - np.array(means))
+        error = dict(type="data", array=list(up), arrayminus=list(down), visible=True, color="black",
+                     thickness=2.5, width=10)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=methods,
+            y=means,
+            marker_color=[colors[m] for m in methods],
+            opacity=0.45,
+            name="mean over seeds" + (" (95 % interval)" if intervals else ""),
+            showlegend=legend,
+            error_y=error,
+            hovertemplate="%{x}: mean %{y:.1f}<extra></extra>",
+        ),
+        row=1,
+        col=col,
+    )
+    for i, seed in enumerate(result.seeds):
+        fig.add_trace(
+            go.Scatter(
+                x=methods,
+                y=[float(finals[m][i]) * scale for m in methods],
+                mode="lines+markers",
+                line=dict(color="#555555", width=1),
+                marker=dict(size=7, color=[colors[m] for m in methods], line=dict(color="black", width=1)),
+                name="one seed (paired)",
+                legendgroup="seed",
+                showlegend=legend and i == 0,
+                hovertemplate=f"seed {seed}, %{{x}}: %{{y:.1f}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_xaxes(type="category", row=1, col=col)
+    if scale == 100.0:  # an accuracy axis from 0, never below it (an all-zero run would centre on 0)
+        top = float(np.nanmax([np.nanmax(finals[m]) for m in methods])) * scale
+        if error is not None:
+            top = max(top, max(mu + up for mu, up in zip(means, error["array"])))
+        fig.update_yaxes(range=[0.0, min(100.0, 1.1 * top + 1.0)], row=1, col=col)
+
+
+def _mean_interval(values) -> tuple[float, float]:
+    """The 95 % t-interval of the mean of a method's seeds (the interval the verdicts read, by the library's
+    :func:`~dro_lab.experiments.judge`), missing seeds set aside; the mean itself for fewer than two seeds."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        mean = float(v.mean()) if v.size else float("nan")
+        return mean, mean
+    return tuple(float(end) for end in judge(v, min_seeds=2).interval)
+
+
+def final_metrics_figure(
+    result: ExperimentResult,
+    metrics: Sequence[str],
+    *,
+    methods: Sequence[str] | None = None,
+    percent: bool = True,
+    titles: Sequence[str] | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """Final metrics of one run of an experiment (the shipped reference run, say), one panel per metric: a bar at
+    each method's mean over seeds with whiskers at the 95 % t-interval of that mean, one dot per seed, and the dots
+    of one seed joined across methods (the paired differences behind the verdicts). One colour per method in every
+    panel; each panel keeps its own y-axis. ``titles`` names the panels (default: the metrics' names);
+    ``percent`` draws fractions in %."""
+    chosen = _result_methods(result, methods, "result")
+    if isinstance(metrics, str) or not metrics or not all(isinstance(m, str) for m in metrics):
+        raise TypeError(f"metrics must be a non-empty list of metric names, got {metrics!r}")
+    names = list(titles) if titles is not None else [m.replace("_", " ") for m in metrics]
+    if len(names) != len(metrics):
+        raise ValueError(f"titles must name each of the {len(metrics)} metrics, got {len(names)}")
+    scale, unit = (100.0, " (%)") if percent else (1.0, "")
+    colors = method_colors(chosen, None)
+    fig = make_subplots(rows=1, cols=len(metrics), horizontal_spacing=0.08, subplot_titles=names)
+    for col, metric in enumerate(metrics, 1):
+        _add_final_metric(fig, result, metric, chosen, colors, scale, col=col, legend=col == 1, intervals=True)
+        fig.update_yaxes(title_text=("accuracy" if percent else "value") + unit if col == 1 else None, row=1, col=col)
+    seeds = len(result.seeds)
+    fig.update_layout(
+        **layout(height=500, margin=dict(l=60, r=20, t=110, b=120)),
+        title=dict(
+            text=title
+            or f"{result.dataset}, {seeds} paired seed{'s' if seeds != 1 else ''}, "
+            f"{result.preset} preset: mean, 95 % interval and every seed",
+            y=0.97,
+        ),
+        legend=dict(orientation="h", y=-0.32),
+    )
+    return fig
+
+
 def final_metric_beside_figure(
     reference: ExperimentResult,
     live: ExperimentResult,
@@ -376,57 +492,26 @@ def final_metric_beside_figure(
     """One final metric of every method, the shipped reference run (left) beside the reader's run (right): a bar
     at the mean over seeds, one dot per seed, and the dots of one seed joined across methods (the paired
     differences behind the verdicts). One colour per method in both panels; each panel is titled with its data
-    set, seeds and preset, and keeps its own y-axis (a smoke run on other data need not share the reference's
-    scale). ``percent`` draws fractions in %."""
+    set, seeds and preset (the reader's "an illustration" when it is too small to judge,
+    :func:`~dro_course.beside.is_illustration`), and keeps its own y-axis (a smoke run on other data need not
+    share the reference's scale). ``percent`` draws fractions in %."""
     chosen = _result_methods(reference, methods, "reference")
     _result_methods(live, chosen, "live")
     if not isinstance(metric, str):
         raise TypeError(f"metric must be a metric's name, got {type(metric).__name__}")
     scale, unit = (100.0, " (%)") if percent else (1.0, "")
     colors = method_colors(chosen, None)
+    yours = "Your run (an illustration)" if is_illustration(live) else "Your run"
     fig = make_subplots(
         rows=1, cols=2, horizontal_spacing=0.1,
-        subplot_titles=(_run_title(reference, "Reference run"), _run_title(live, "Your run")),
+        subplot_titles=(_run_title(reference, "Reference run"), _run_title(live, yours)),
     )  # fmt: skip
     for col, result in ((1, reference), (2, live)):
-        finals = result.final(metric)
-        fig.add_trace(
-            go.Bar(
-                x=chosen,
-                y=[float(np.nanmean(finals[m])) * scale for m in chosen],
-                marker_color=[colors[m] for m in chosen],
-                opacity=0.45,
-                name="mean over seeds",
-                showlegend=col == 1,
-                hovertemplate="%{x}: mean %{y:.1f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        for i, seed in enumerate(result.seeds):
-            fig.add_trace(
-                go.Scatter(
-                    x=chosen,
-                    y=[float(finals[m][i]) * scale for m in chosen],
-                    mode="lines+markers",
-                    line=dict(color="#555555", width=1),
-                    marker=dict(size=7, color=[colors[m] for m in chosen], line=dict(color="black", width=1)),
-                    name="one seed (paired)",
-                    legendgroup="seed",
-                    showlegend=col == 1 and i == 0,
-                    hovertemplate=f"seed {seed}, %{{x}}: %{{y:.1f}}<extra></extra>",
-                ),
-                row=1,
-                col=col,
-            )
-        fig.update_xaxes(type="category", row=1, col=col)
-        if percent:  # an accuracy axis from 0, never below it (an all-zero run would centre on 0)
-            top = float(np.nanmax([np.nanmax(finals[m]) for m in chosen])) * scale
-            fig.update_yaxes(range=[0.0, min(100.0, 1.1 * top + 1.0)], row=1, col=col)
+        _add_final_metric(fig, result, metric, chosen, colors, scale, col=col, legend=col == 1, intervals=False)
     fig.update_yaxes(title_text=metric.replace("_", " ") + unit, row=1, col=1)
     fig.update_layout(
-        **layout(height=460, margin=dict(l=60, r=20, t=95, b=50)),
+        **layout(height=500, margin=dict(l=60, r=20, t=110, b=120)),
         title=dict(text=title or f"{metric.replace('_', ' ')}: the reference run beside yours", y=0.97),
-        legend=dict(orientation="h", y=-0.2),
+        legend=dict(orientation="h", y=-0.32),
     )
     return fig

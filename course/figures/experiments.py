@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from dro_course.beside import is_illustration
 from dro_course.figures._style import LAYOUT, add_band_traces, method_colors
 from dro_lab._validation import check_nonempty
 from dro_lab.experiments.result import ExperimentResult
@@ -131,8 +132,9 @@ def _percent_range(curves: Sequence[np.ndarray]) -> list[float]:
 
 
 def _run_label(result: ExperimentResult, who: str) -> str:
+    # two lines: side by side at the website's width, one-line titles run into each other
     seeds = len(result.seeds)
-    return f"{who}: {result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
+    return f"{who}<br>{result.dataset}, {seeds} seed{'s' if seeds != 1 else ''}, {result.preset} preset"
 
 
 def reference_beside_live_figure(
@@ -158,7 +160,10 @@ def reference_beside_live_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=(_run_label(reference, "Reference run"), _run_label(live, "Your run")),
+        subplot_titles=(
+            _run_label(reference, "Reference run"),
+            _run_label(live, "Your run (an illustration)" if is_illustration(live) else "Your run"),
+        ),
         horizontal_spacing=0.08,
     )
     for col, result in ((1, reference), (2, live)):

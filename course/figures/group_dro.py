@@ -1,5 +1,5 @@
-"""Lesson 04, group DRO: descent–ascent on the bilinear game, the worst-case group weights π* against β = 1/τ
-and the weights π over training."""
+"""Lesson 04, group DRO: descent–ascent on the bilinear game, the worst-case group weights π* against β = 1/τ,
+the weights π over training, and the parts of the shipped reference run side by side."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dro_course.figures._style import LAYOUT, PALETTE, layout, method_colors
+from dro_course.figures.experiments import reference_beside_live_figure
 from dro_lab._validation import check_nonempty
+from dro_lab.experiments.result import ExperimentResult
 from dro_lab.optim.prox import group_prior, pi_star
 from dro_lab.utils import to_numpy
 
@@ -394,4 +396,33 @@ def saddle_distance_figure(
     fig.update_layout(**LAYOUT, title=title or "Distance to the saddle point", legend=dict(orientation="h", y=-0.25))
     fig.update_yaxes(type="log", title_text=y_title, tickformat=".1g")  # 0.3, not a bare "3" inside a decade
     fig.update_xaxes(title_text="step k (one full gradient each)")
+    return fig
+
+
+def reference_parts_figure(
+    parts: Mapping[str, ExperimentResult],
+    metric: str,
+    *,
+    methods: Sequence[str] | None = None,
+    title: str | None = None,
+    percent: bool = True,
+) -> go.Figure:
+    """Two parts of one experiment's reference run side by side (ALSO's two imbalance ratios): per panel, each
+    method's per-epoch ``metric``, the mean over seeds with a ± one-sd band, one colour per method in both panels,
+    each panel titled with its label (the key in ``parts``), data set and number of seeds. ``methods`` (default:
+    the first part's) must be in both parts. The panels are those of
+    :func:`~dro_course.figures.experiments.reference_beside_live_figure`, with both sides from the reference."""
+    if not isinstance(parts, Mapping) or len(parts) != 2:
+        raise ValueError(f"parts must map two labels to results, got {parts!r:.80}")
+    for label, result in parts.items():
+        if not isinstance(result, ExperimentResult):
+            raise TypeError(f"parts[{label!r}] must be an ExperimentResult, got {type(result).__name__}")
+        lacking = [m for m in methods or [] if m not in result.methods]
+        if lacking:
+            raise ValueError(f"parts[{label!r}] lacks methods {lacking}; it has {result.methods}")
+    first, second = parts.values()
+    fig = reference_beside_live_figure(first, second, metric, methods=methods, percent=percent)
+    for annotation, (label, result) in zip(fig.layout.annotations, parts.items()):
+        annotation.text = f"{label}: {result.dataset}, {len(result.seeds)} seeds"
+    fig.update_layout(title=title or f"{metric.replace('_', ' ')} per epoch: mean over seeds ± 1 sd")
     return fig

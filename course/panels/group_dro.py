@@ -179,6 +179,6 @@ def also_training_panel(
         metrics=("train_loss", "worst_class_accuracy"),
         seed=seed,
         device=device,
-        title="ALSO's experiment (§6.1): one run, epoch by epoch",
+        title="ALSO's imbalanced-data experiment: one run, epoch by epoch",
         budget=ALSO_TWIN_BUDGET,
     )

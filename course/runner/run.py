@@ -280,7 +280,7 @@ def run_course(
         summary.md  summary.json  index.html                     for the run
 
     The website (:func:`publish_site`, built with Sphinx) works with no network, opened from disk or
-    served: navigation, search, each lesson's executed outputs, maths rendered by its own MathJax,
+    served: navigation, search, each lesson's executed outputs, maths rendered by its own KaTeX,
     figures drawn by one shared plotly.js, widget panels as their static twins, the syllabus, glossary and
     references, and per lesson the notebook and the executed notebook to download and Binder / Colab buttons.
 

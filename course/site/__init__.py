@@ -2,7 +2,7 @@
 
 - :mod:`.publish`: an executed notebook made fit for a page (no widget state, panels as their static twins,
   plotly figures drawn by the site's one plotly.js) and for download (:func:`strip_widget_state`);
-- :mod:`.assets`: plotly.js and MathJax, copied from the installed packages into the site;
+- :mod:`.assets`: plotly.js, KaTeX and the icon font, copied from the package's ``vendor/`` into the site;
 - :mod:`.sources`: the Sphinx source folder (configuration, home page, summary, lesson pages, downloads);
 - :mod:`.build`: :func:`build_site`, which runs Sphinx (sphinx-book-theme and myst-nb).
 

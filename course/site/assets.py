@@ -1,38 +1,40 @@
-"""The files the site's pages share, none fetched from the network: plotly.js's cartesian bundle (npm's
-``plotly.js-cartesian-dist-min``, kept in ``vendor/`` at the plotly.js version of the installed plotly package) and
-MathJax 3's CHTML build (from the ``sphinx-mathjax-offline`` package), each copied into the site's ``_static``.
+"""The files the site's pages share, none fetched from the network: a plotly.js bundle of the five trace types the
+course draws (built from npm's ``plotly.js`` by ``vendor/plotly_course/build.sh``, at the plotly.js version of the
+installed plotly package), the figures' shared template, and KaTeX (npm's ``katex``, in ``vendor/katex``), each
+copied into the site's ``_static``.
 
-Only what a page uses is loaded: plotly.js on the pages that have a figure (:data:`PLOTLY_JS`, added page by page by
-the site's ``conf.py``), MathJax (on the pages with maths, as Sphinx does) as the few components that typeset TeX
-into HTML, with their fonts and the TeX extensions loaded on demand.
+Only what a page uses is loaded: plotly.js and the template on the pages that have a figure (:data:`PLOTLY_JS`,
+added page by page by the site's ``conf.py``), KaTeX and its stylesheet on the pages with maths, and of KaTeX's
+fonts only those the page's formulas use (the browser fetches a web font when a glyph needs it).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import json
 import re
 import shutil
 from pathlib import Path
 
-#: MathJax's start-up component: it loads the components :data:`MATHJAX_CONFIG` names (TeX in, HTML with CSS and web
-#: fonts out) and nothing else: no menu, no accessibility tools, 0.75 MB against 1.2 MB for the combined tex-chtml.js
-#: and 2.1 MB for the SVG build.
-MATHJAX_ENTRY = "mathjax/startup.js"
-MATHJAX_CONFIG = {"loader": {"load": ["input/tex", "output/chtml"]}}
-#: The files those components are, with the fonts of the HTML output and the TeX extensions that TeX's autoload
-#: pulls in when a formula uses one of their macros.
-MATHJAX_PARTS = (
-    "startup.js",
-    "core.js",
-    "input/tex.js",
-    "output/chtml.js",
-    "output/chtml/fonts/tex.js",
-    "output/chtml/fonts/woff-v2",
-    "input/tex/extensions",
-)
-PLOTLY_JS = "plotly-cartesian.min.js"
-VENDOR_PLOTLY = Path(__file__).parent / "vendor" / "plotly_cartesian" / PLOTLY_JS
-_VERSION = re.compile(r"plotly\.js \(cartesian - minified\) v(\S+)")
+from dro_course._files import write_text_atomic
+
+#: KaTeX 0.16 with the site's typesetting script (``vendor/katex/typeset.js``) in one file: it turns the TeX Sphinx
+#: writes (``\(...\)``, ``\[...\]``) into HTML. With its stylesheet and the fonts a lesson uses, about 0.35 MB,
+#: against 0.85 MB for MathJax 3's smallest TeX-to-HTML build; it reads every formula of the course.
+KATEX_JS = "katex/katex-typeset.js"
+KATEX_CSS = "katex/katex.min.css"
+VENDOR_KATEX = Path(__file__).parent / "vendor" / "katex"
+#: Font Awesome's solid icons cut down to the 47 the theme can draw (3 kB against 115 kB; ``vendor/fontawesome``):
+#: it takes the place of the theme's own file in ``_static``.
+ICON_FONT = "vendor/fontawesome/webfonts/fa-solid-900.woff2"
+VENDOR_ICONS = Path(__file__).parent / "vendor" / "fontawesome"
+#: plotly.js's core (scatter) with bar, box, contour and heatmap: 1.24 MB, against 1.5 MB for npm's cartesian bundle
+#: and 4.8 MB for plotly.py's full one (``vendor/plotly_course/README.md`` says how it is built).
+PLOTLY_JS = "plotly-course.min.js"
+#: The layout template every course figure uses, written once into ``_static`` (as ``window.droLabTemplate``) and
+#: referred to by the figures instead of repeated in each (about 7 kB a figure; :mod:`.publish`).
+PLOTLY_TEMPLATE_JS = "plotly-template.js"
+VENDOR_PLOTLY = Path(__file__).parent / "vendor" / "plotly_course" / PLOTLY_JS
+_VERSION = re.compile(r"plotly\.js \([^)]*- minified\) v(\S+)")
 _TRACE = re.compile(r'moduleType:"trace",name:"(\w+)"')
 
 
@@ -42,10 +44,10 @@ class SiteAssetsMissing(RuntimeError):
 
 def plotly_bundle_version(path: Path = VENDOR_PLOTLY) -> str:
     """The plotly.js version written in the bundle's header."""
-    with open(path, encoding="utf-8") as handle:  # the header, not the 1.5 MB that follow it
+    with open(path, encoding="utf-8") as handle:  # the header, not the megabytes that follow it
         match = _VERSION.search(handle.read(400))
     if match is None:
-        raise SiteAssetsMissing(f"{path} is not plotly.js's cartesian bundle (no version in its header)")
+        raise SiteAssetsMissing(f"{path} is not a minified plotly.js bundle (no version in its header)")
     return match.group(1)
 
 
@@ -55,8 +57,8 @@ def plotly_bundle_traces(path: Path = VENDOR_PLOTLY) -> frozenset[str]:
 
 
 def plotly_js_path() -> Path:
-    """The cartesian bundle, after checking that it is the plotly.js version the installed plotly package writes
-    figures for."""
+    """The course's plotly.js bundle, after checking that it is the plotly.js version the installed plotly package
+    writes figures for."""
     try:
         import plotly.offline
     except ImportError as exc:
@@ -72,33 +74,29 @@ def plotly_js_path() -> Path:
     return VENDOR_PLOTLY
 
 
-def mathjax_folder() -> Path:
-    """The MathJax 3 distribution installed by the ``sphinx-mathjax-offline`` package."""
-    try:
-        dist = importlib.metadata.distribution("sphinx-mathjax-offline")
-    except importlib.metadata.PackageNotFoundError as exc:
-        raise SiteAssetsMissing(
-            'the course website needs a local MathJax: pip install "dro-lab[course]" (sphinx-mathjax-offline)'
-        ) from exc
-    entry = next((f for f in dist.files or () if f.as_posix().endswith("static/" + MATHJAX_ENTRY)), None)
-    if entry is None:
-        raise SiteAssetsMissing(f"sphinx-mathjax-offline is installed without MathJax's {MATHJAX_ENTRY}")
-    return Path(dist.locate_file(entry)).parent
+def shared_template() -> dict:
+    """The course's figure template (``dro_course.figures``' layout), as it appears in a figure's JSON."""
+    import plotly.io as pio
+    from plotly.utils import PlotlyJSONEncoder
+
+    from dro_course.figures import TEMPLATE  # here: the figures load plotly, only when a site is built
+
+    return json.loads(json.dumps(pio.templates[TEMPLATE].to_plotly_json(), cls=PlotlyJSONEncoder))
 
 
 def copy_assets(static: Path) -> None:
-    """Put plotly.js and MathJax into ``static`` (the Sphinx ``html_static_path``), unless already there."""
+    """Put plotly.js, the figures' template, KaTeX and the icon font into ``static`` (Sphinx's ``html_static_path``)."""
     static.mkdir(parents=True, exist_ok=True)
     plotly_js = plotly_js_path()
     target = static / PLOTLY_JS
     if not target.is_file() or target.stat().st_size != plotly_js.stat().st_size:
         shutil.copyfile(plotly_js, target)
-    source, mathjax = mathjax_folder(), static / "mathjax"
-    for part in MATHJAX_PARTS:
-        if (mathjax / part).exists():
-            continue
-        if (source / part).is_dir():
-            shutil.copytree(source / part, mathjax / part)
-        else:
-            (mathjax / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / part, mathjax / part)
+    write_text_atomic(static / PLOTLY_TEMPLATE_JS, f"window.droLabTemplate = {json.dumps(shared_template())};\n")
+    katex = static / "katex"
+    katex.mkdir(exist_ok=True)
+    parts = [(VENDOR_KATEX / name).read_text(encoding="utf-8") for name in ("katex.min.js", "typeset.js")]
+    write_text_atomic(static / KATEX_JS, "\n".join(parts))
+    shutil.copyfile(VENDOR_KATEX / "katex.min.css", static / KATEX_CSS)
+    shutil.copytree(VENDOR_KATEX / "fonts", katex / "fonts", dirs_exist_ok=True)
+    (static / ICON_FONT).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(VENDOR_ICONS / "fa-solid-900.woff2", static / ICON_FONT)  # html_static_path wins over the theme's

@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from dro_course.results import LessonResult
 from dro_course.syllabus import Syllabus
 
+#: Where the course's code and notebooks live (the launch buttons open its notebooks; the home page links it).
+REPOSITORY = "https://github.com/dro-lab/dro_lab"
+
 #: Who a build of the site is for: ``student`` (no solutions, no run log) or ``instructor`` (the solved lessons,
 #: the written exercises' answers, the instructor guide and the run log).
 AUDIENCES = ("student", "instructor")
@@ -102,6 +105,8 @@ def home_page(
             *body,
             *_course_pages_line(course_pages),
             *_manual_links(manual),
+            "",
+            f"The code and the notebooks: [{REPOSITORY.split('//', 1)[1]}]({REPOSITORY}).",
             "",
             *_toctree("Lessons", [pages[lesson.id] for lesson in syllabus.lessons]),
             *_toctree("The course", course_toc),

@@ -14,6 +14,7 @@ What a page must not carry, and why:
 
 from __future__ import annotations
 
+import base64
 import copy
 import html
 import json
@@ -21,6 +22,7 @@ import re
 from typing import Any
 
 import nbformat
+import numpy as np
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -35,22 +37,48 @@ LIVE_ONLY = (
 )
 
 
-def figure_html(figure: dict[str, Any], div_id: str) -> str:
+def _float32(node: Any) -> Any:
+    """``node`` with every float64 array plotly wrote as base64 (``{"dtype": "f8", "bdata": ...}``) stored as float32:
+    half the bytes, and seven significant digits, more than a figure can show. An array with values float32 cannot
+    hold (beyond its range, or so small that they would round to 0 on a log axis) stays float64."""
+    if isinstance(node, list):
+        return [_float32(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("dtype") == "f8" and isinstance(node.get("bdata"), str):
+        values = np.frombuffer(base64.b64decode(node["bdata"]), dtype="<f8")
+        finite = np.abs(values[np.isfinite(values) & (values != 0)])
+        if finite.size and (finite.max() > 1e30 or finite.min() < 1e-30):
+            return node
+        return {**node, "dtype": "f4", "bdata": base64.b64encode(values.astype("<f4").tobytes()).decode("ascii")}
+    return {key: _float32(value) for key, value in node.items()}
+
+
+def _compact(part: Any) -> str:
+    # "</" inside JSON would end the <script> element early
+    return json.dumps(_float32(part), separators=(",", ":")).replace("</", "<\\/")
+
+
+def figure_html(figure: dict[str, Any], div_id: str, template: dict[str, Any] | None = None) -> str:
     """A plotly figure (its JSON dict) as a ``<div>`` and the script that draws it with the page's plotly.js.
 
     The script waits for ``window.Plotly`` (loaded once per page from the site's ``_static`` folder) and adds the
-    figure's frames, so that a figure with a slider over frames (a static twin) animates between them.
+    figure's frames, so that a figure with a slider over frames (a static twin) animates between them. A figure
+    whose layout template is ``template`` (the course's, written once into ``_static``) names it
+    (``window.droLabTemplate``) instead of carrying it; float64 arrays are stored as float32 (:func:`_float32`).
     """
-    data = json.dumps(figure.get("data", []), separators=(",", ":"))
-    layout = json.dumps(figure.get("layout", {}), separators=(",", ":"))
-    frames = json.dumps(figure.get("frames", []), separators=(",", ":"))
-    height = figure.get("layout", {}).get("height") or 450
-    # "</" inside JSON would end the <script> element early
-    data, layout, frames = (s.replace("</", "<\\/") for s in (data, layout, frames))
+    layout = dict(figure.get("layout", {}))
+    shared = template is not None and layout.get("template") == template
+    if shared:
+        del layout["template"]
+    data, frames = _compact(figure.get("data", [])), _compact(figure.get("frames", []))
+    height = layout.get("height") or 450
+    with_template = "if(window.droLabTemplate){l.template=window.droLabTemplate;}" if shared else ""
     return (
         f'<div id="{div_id}" class="plotly-graph-div dro-lab-figure" style="height:{int(height)}px;width:100%;"></div>'
         f'<script type="text/javascript">(function(){{var el=document.getElementById("{div_id}");'
-        f"Plotly.newPlot(el,{data},{layout},{{responsive:true,displaylogo:false}})"
+        f"var l={_compact(layout)};{with_template}"
+        f"Plotly.newPlot(el,{data},l,{{responsive:true,displaylogo:false}})"
         f".then(function(){{var f={frames};if(f.length){{return Plotly.addFrames(el,f);}}}});}})();</script>"
     )
 
@@ -59,12 +87,12 @@ def _note(text: str, css: str) -> str:
     return f'<p class="{css}"><em>{html.escape(text)}</em></p>'
 
 
-def _twin_output(meta: dict[str, Any], div_id: str) -> dict[str, Any]:
+def _twin_output(meta: dict[str, Any], div_id: str, template: dict[str, Any] | None) -> dict[str, Any]:
     twin = meta["static_twin"]
     note = meta.get("note") or TWIN_NOTE
     title = meta.get("title")
     head = f"<p class='dro-lab-twin-title'><strong>{html.escape(title)}</strong></p>" if title else ""
-    body = head + figure_html(twin, div_id) + _note(note, "dro-lab-twin-note")
+    body = head + figure_html(twin, div_id, template) + _note(note, "dro-lab-twin-note")
     return {"output_type": "display_data", "metadata": {}, "data": {"text/html": body}}
 
 
@@ -76,7 +104,7 @@ def _is_progress_bar(text: Any) -> bool:
     return bool(_PROGRESS_BAR.search(text))
 
 
-def _published_output(output: dict[str, Any], div_id: str) -> dict[str, Any] | None:
+def _published_output(output: dict[str, Any], div_id: str, template: dict[str, Any] | None) -> dict[str, Any] | None:
     """One output as the page shows it (None: nothing to show)."""
     if output.get("output_type") not in _DISPLAY:
         return output
@@ -84,23 +112,27 @@ def _published_output(output: dict[str, Any], div_id: str) -> dict[str, Any] | N
     if WIDGET_MIME in data:
         meta = (output.get("metadata") or {}).get("dro_lab") or {}
         if isinstance(meta.get("static_twin"), dict):
-            return _twin_output(meta, div_id)
+            return _twin_output(meta, div_id, template)
         if _is_progress_bar(data.get("text/plain", "")):
             return None  # a tqdm bar: it said how far a run had got, nothing a reader of the page needs
         return {"output_type": "display_data", "metadata": {}, "data": {"text/html": _note(LIVE_ONLY, "dro-lab-live")}}
+    if data.get("text/markdown", None) in ("", []):
+        return None  # display(Markdown("")): JupyterLab shows nothing, and neither does the page
     if PLOTLY_MIME in data:
         figure = data[PLOTLY_MIME]
-        published = {"output_type": "display_data", "metadata": {}, "data": {"text/html": figure_html(figure, div_id)}}
-        return published
+        shown = figure_html(figure, div_id, template)
+        return {"output_type": "display_data", "metadata": {}, "data": {"text/html": shown}}
     return output
 
 
-def publish_notebook(notebook: Any, *, name: str) -> Any:
+def publish_notebook(notebook: Any, *, name: str, template: dict[str, Any] | None = None) -> Any:
     """A copy of the executed ``notebook`` (an nbformat node) that a static page can show in full.
 
     Saved widget state is dropped; widget outputs become their static twins (or a note); plotly figures become
     ``<div>`` + script pairs drawn by the page's shared plotly.js, with ids ``<name>-fig-<n>`` (stable between
-    builds). ``name`` is the lesson id. Every other output is kept as it is.
+    builds). ``name`` is the lesson id; a figure whose layout template is ``template`` (the site's shared one,
+    :func:`dro_course.site.assets.shared_template`) refers to it instead of carrying it. Every other output is
+    kept as it is.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string (the lesson id), got {name!r}")
@@ -113,7 +145,7 @@ def publish_notebook(notebook: Any, *, name: str) -> Any:
         outputs = []
         for output in cell.get("outputs", []):
             count += 1
-            shown = _published_output(output, f"{name}-fig-{count}")
+            shown = _published_output(output, f"{name}-fig-{count}", template)
             if shown is not None:
                 outputs.append(nbformat.from_dict(shown))
         cell.outputs = outputs

@@ -11,14 +11,18 @@ from typing import Any
 
 from dro_course._files import write_text_atomic
 from dro_course.results import LessonResult
-from dro_course.site.assets import MATHJAX_CONFIG, MATHJAX_ENTRY, PLOTLY_JS
+from dro_course.site.assets import (
+    KATEX_CSS,
+    KATEX_JS,
+    PLOTLY_JS,
+    PLOTLY_TEMPLATE_JS,
+    shared_template,
+)
 from dro_course.site.bibliography import BIBFILE, references_page
-from dro_course.site.home import COURSE_PAGES, home_page
+from dro_course.site.home import COURSE_PAGES, REPOSITORY, home_page
 from dro_course.site.manual import write_manual
 from dro_course.site.publish import publish_notebook, strip_widget_state
 from dro_course.syllabus import Lesson, Syllabus
-
-REPOSITORY = "https://github.com/dro-lab/dro_lab"
 
 _CONF = """# Written by dro_course.site for each build: edit course/site/sources.py, not this file.
 project = {title!r}
@@ -40,9 +44,10 @@ html_static_path = ["_static"]
 html_css_files = ["dro_lab.css"]
 # the theme's head scripts without fontawesome.js (1.5 MB): its stylesheet already draws the icons with web fonts
 templates_path = ["_templates"]
-# MathJax from the site's own folder: the maths renders with no network
-mathjax_path = {mathjax!r}
-mathjax3_config = {mathjax_config!r}
+# the maths: Sphinx's MathJax hook loads the site's own KaTeX instead (dro_course.site.assets), so it comes only on
+# the pages with maths and from no network
+mathjax_path = {katex_js!r}
+mathjax3_config = None
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 nb_execution_mode = "off"
@@ -60,7 +65,9 @@ html_theme_options = {{
     "repository_url": {repository!r},
     "repository_branch": "main",
     "path_to_docs": "",
-    "use_repository_button": True,
+    # no repository button: its GitHub icon is the one glyph of the theme's 110 kB brand font (the home page links
+    # the repository in words)
+    "use_repository_button": False,
     "use_download_button": True,
     "launch_buttons": {{
         "binderhub_url": "https://mybinder.org",
@@ -76,9 +83,14 @@ html_context = {{"default_mode": "light"}}
 
 
 def _plotly_where_drawn(app, pagename, templatename, context, doctree):
-    # plotly.js only on the pages that draw a figure; in the page's head, so before the figures' scripts run
-    if "Plotly.newPlot" in context.get("body", ""):
+    # plotly.js and the figures' shared template only on the pages that draw a figure; in the page's head, so
+    # before the figures' scripts run; KaTeX's stylesheet only on the pages with maths
+    body = context.get("body", "")
+    if "Plotly.newPlot" in body:
         app.add_js_file({plotly_js!r})
+        app.add_js_file({plotly_template_js!r})
+    if 'class="math' in body:
+        app.add_css_file({katex_css!r})
 
 
 def setup(app):
@@ -102,16 +114,27 @@ _THEME_MACROS = """{% macro head_pre_assets() %}
 {% endmacro %}
 """
 
-#: The theme's layout, less the search index it loads on every page for a search-as-you-type box the site does not
-#: turn on (its search page loads the index itself).
+#: The theme's layout, less the search index and the two search scripts it loads on every page for a
+#: search-as-you-type box the site does not turn on (the search page loads all three itself).
 _LAYOUT = """{% extends "!layout.html" %}
 {%- block extrahead %}
-{{ super() | replace('<script src="' ~ pathto('searchindex.js', 1) | e ~ '"></script>', '') }}
+{%- set ns = namespace(head=super()) %}
+{%- for script in ['_static/searchtools.js', '_static/language_data.js', 'searchindex.js'] %}
+{%- set ns.head = ns.head | replace('<script src="' ~ pathto(script, 1) | e ~ '"></script>', '') %}
+{%- endfor %}
+{{ ns.head }}
 {%- endblock %}
 """
 
+#: The site's own styles. A lesson's code lines hold at most 88 characters (tests/course/notebooks); at 12.5 px a
+#: monospace character is about 7.5 px wide, so 88 of them fit the theme's code column (668 px inside its padding at
+#: a 1300 px window, 754 px at its widest) without a sideways scroll. A displayed formula too wide for the column
+#: scrolls inside itself, and one with an equation number leaves the number room.
 _CSS = """.dro-lab-twin-note, .dro-lab-live { color: #555; font-size: 90%; }
 .dro-lab-downloads { font-size: 90%; }
+div.cell_input pre, div.cell_output pre { font-size: 12.5px; }
+.katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }
+.katex-display .katex-html:has(> .tag) { padding-right: 2.5em; }
 """
 
 
@@ -128,14 +151,35 @@ def conf_py(title: str) -> str:
         title=title,
         short_title=title.split(":", 1)[0].strip(),
         plotly_js=PLOTLY_JS,
-        mathjax=MATHJAX_ENTRY,
-        mathjax_config=MATHJAX_CONFIG,
+        plotly_template_js=PLOTLY_TEMPLATE_JS,
+        katex_js=KATEX_JS,
+        katex_css=KATEX_CSS,
         repository=REPOSITORY,
         bibfile=BIBFILE,
     )
 
 
-def _downloads_cell(stem: str, result: LessonResult | None, preset: str, audience: str, solved: bool) -> Any:
+def _run_with(injected: list[str]) -> str:
+    """The line that says which parameters the run gave the lesson (papermill's injected cell, not shown)."""
+    if not injected:
+        return ""
+    values = "; ".join(f"`{line}`" for line in injected)
+    return f"\n*This page ran with {values}: the parameters cell below shows the notebook's own values.*\n"
+
+
+def _take_injected(nb: Any) -> list[str]:
+    """Remove papermill's injected-parameters cell from ``nb`` (the page shows the notebook's parameters cell and
+    then its set-up, nothing between); return its assignments."""
+    for i, cell in enumerate(nb.cells):
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            del nb.cells[i]
+            return [line for line in cell.source.splitlines() if line.strip() and not line.startswith("#")]
+    return []
+
+
+def _downloads_cell(
+    stem: str, result: LessonResult | None, preset: str, audience: str, solved: bool, injected: list[str] = ()
+) -> Any:
     import nbformat
 
     links = [f"{{download}}`notebook </downloads/student/{stem}.ipynb>`"]
@@ -150,6 +194,7 @@ def _downloads_cell(stem: str, result: LessonResult | None, preset: str, audienc
         lines.append(f"\n*This lesson failed in this run ({preset} preset): {html.escape(result.problem)}*\n")
     elif audience == "instructor":
         lines.append(f"\n*Executed with the `{preset}` preset in {result.seconds:.0f} s, with the solutions.*\n")
+    lines.append(_run_with(list(injected)))
     lines.append("\n</div>\n")
     return nbformat.v4.new_markdown_cell("".join(lines))
 
@@ -165,10 +210,12 @@ def lesson_page(
     source = result.notebook if result is not None and result.notebook is not None else lesson.notebook
     if audience == "instructor" and solved is not None:
         source = solved
-    nb = publish_notebook(nbformat.read(str(source), as_version=4), name=lesson.id)
+    template = shared_template()  # the one _static/plotly-template.js holds (assets.copy_assets)
+    nb = publish_notebook(nbformat.read(str(source), as_version=4), name=lesson.id, template=template)
+    injected = _take_injected(nb)
     stem = lesson.notebook.stem
     first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
-    nb.cells.insert(first_code, _downloads_cell(stem, result, preset, audience, solved is not None))
+    nb.cells.insert(first_code, _downloads_cell(stem, result, preset, audience, solved is not None, injected))
     return nb
 
 

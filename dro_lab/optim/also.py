@@ -34,7 +34,8 @@ class ALSO(GroupWeightOptimizer):
     .. math::
         \pi^{t+1} = \mathrm{SM}\Big(\frac{\log\pi^t + \eta_\pi\tau\log\hat\pi
         + \eta_\pi\hat g_\pi^t}{1+\eta_\pi\tau}\Big)
-        \quad\text{(Option I; ``pi_option="II"`` / ``"II-euclid"`` for the theory's forms).}
+
+    (Option I; ``pi_option="II"`` or ``"II-euclid"`` take the theory's forms.)
 
     Args:
         params: the model parameters (or parameter groups).

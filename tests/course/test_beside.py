@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dro_course.beside import beside_reference, claims_in_words, is_illustration
+from dro_course.beside import beside_reference, claims_in_words, is_illustration, smoke_artefacts
 from dro_lab.experiments import judge, load_reference
 
 
@@ -128,8 +128,8 @@ def test_the_reference_is_drawn_beside_a_live_run():
     fig = reference_beside_live_figure(reference, live, "minority_accuracy")
     titles = [a.text for a in fig.layout.annotations]
     assert titles == [
-        f"Reference run: fashion-mnist, {len(reference.seeds)} seeds, full preset",
-        "Your run: fashion-mnist, 1 seed, smoke preset",
+        f"Reference run<br>fashion-mnist, {len(reference.seeds)} seeds, full preset",
+        "Your run (an illustration)<br>fashion-mnist, 1 seed, smoke preset",
     ]
     lines = [t for t in fig.data if t.mode == "lines" and t.fill != "toself"]
     assert len(lines) == 2 * len(reference.methods)
@@ -168,3 +168,48 @@ def test_a_reference_with_two_parts_is_one_family_beside_a_live_run():
     for v in reference.verdicts():  # Holm over both ratios, not per ratio
         assert f"{v['part']}: {v['text']}" in text
     assert all(v["family"] == reference.verdicts()[0]["family"] for v in reference.verdicts())
+
+
+def _with_finals(live, finals: dict[str, float], curves: dict[str, list[float]] | None = None):
+    """``live`` with each method's final ``test_accuracy`` (and per-epoch curve) set by hand."""
+    runs = []
+    for run in live.runs:
+        run = dict(run, final=dict(run["final"], test_accuracy=finals[run["method"]]))
+        if curves:
+            run["curves"] = dict(run["curves"], test_accuracy=curves[run["method"]])
+        runs.append(run)
+    return dataclasses.replace(live, runs=runs)
+
+
+def test_smoke_artefacts_name_an_empty_panel_chance_and_a_falling_curve():
+    live = _live("hws")
+    zeros = _with_finals(live, dict.fromkeys(live.methods, 0.0))
+    assert "every method scores 0" in smoke_artefacts(zeros, "test_accuracy")
+    chance = _with_finals(live, {m: 0.1 + 0.3 * (i > 0) for i, m in enumerate(live.methods)})
+    said = smoke_artefacts(chance, "test_accuracy", chance=0.1)
+    assert f"{live.methods[0]} sits at chance (0.1)" in said and live.methods[1] not in said.split("chance")[0]
+    falling = _with_finals(
+        live,
+        dict.fromkeys(live.methods, 0.5),
+        {m: [0.6, 0.5] if m == live.methods[0] else [0.4, 0.5] for m in live.methods},  # fmt: skip
+    )
+    said = smoke_artefacts(falling, "test_accuracy")
+    assert f"falls over training for {live.methods[0]}:" in said and "reference run above" in said
+    trained = _with_finals(live, dict.fromkeys(live.methods, 0.5), dict.fromkeys(live.methods, [0.4, 0.5]))
+    assert smoke_artefacts(trained, "test_accuracy") == ""
+    assert smoke_artefacts(_live("hws", preset="full", seeds=3), "test_accuracy", chance=0.1) == ""
+
+
+def test_smoke_artefacts_read_a_curve_named_apart_from_its_final_metric():
+    """Lesson 05's curve ``test_accuracy`` ends in the final ``clean_accuracy``: ``curve=`` names it."""
+    live = _live("hws")
+    falling = _with_finals(live, dict.fromkeys(live.methods, 0.5), dict.fromkeys(live.methods, [0.6, 0.5]))
+    runs = [dict(r, final={"clean_accuracy": 0.5, **r["final"]}) for r in falling.runs]
+    falling = dataclasses.replace(falling, runs=runs)
+    said = smoke_artefacts(falling, "clean_accuracy", curve="test_accuracy")
+    assert "`test_accuracy` falls over training" in said and "at chance" not in said
+
+
+def test_smoke_artefacts_refuse_a_chance_outside_zero_one():
+    with pytest.raises(ValueError, match=r"chance must be in \[0, 1\]"):
+        smoke_artefacts(_live("hws"), "test_accuracy", chance=10.0)

@@ -150,7 +150,7 @@ def test_plotly_figure_has_its_mime_type_and_is_drawn_by_the_sites_plotly_js(fix
     page = _page(fixture_run.out, "passing").read_text(encoding="utf-8")
     assert "plotly-graph-div" in page and "fixture-trace" in page
     # plotly.js comes once, from the site's _static folder, not inside the page
-    assert page.count("plotly-cartesian.min.js") == 1 and "../_static/plotly-cartesian.min.js" in page
+    assert page.count("plotly-course.min.js") == 1 and "../_static/plotly-course.min.js" in page
     assert len(page) < 200_000
 
 

@@ -226,8 +226,27 @@ def parameters_cell(notebook: Path) -> str:
     return next(c.source for c in nb.cells if "parameters" in c.metadata.get("tags", []))
 
 
+@pytest.fixture
+def threads_kept():
+    """A lesson's set-up sets torch's threads (``cpu_threads``): the test's process gets its own count back."""
+    before = torch.get_num_threads()
+    yield before
+    torch.set_num_threads(before)
+
+
+def test_cpu_threads_sets_torchs_threads_on_a_cpu_only(threads_kept):
+    lesson = next(lesson for lesson in REAL.lessons if "cpu_threads" in lesson.checks)
+    names = namespace_of(parameters_cell(lesson.notebook))
+    wanted = 2 if threads_kept == 1 else 1
+    setup_lesson(lesson.id, {**names, "device": "cpu", "cpu_threads": wanted}, syllabus=REAL)
+    assert torch.get_num_threads() == wanted
+    torch.set_num_threads(threads_kept)
+    setup_lesson(lesson.id, {**names, "device": "cpu", "cpu_threads": None}, syllabus=REAL)
+    assert torch.get_num_threads() == threads_kept  # None: torch's own count, untouched
+
+
 @pytest.mark.parametrize("lesson", REAL.lessons, ids=REAL.ids)
-def test_every_preset_of_every_lesson_sets_up(lesson, monkeypatch, capsys):
+def test_every_preset_of_every_lesson_sets_up(lesson, monkeypatch, capsys, threads_kept):
     if not lesson.notebook.is_file():
         pytest.skip(f"{lesson.notebook_relpath} is not written yet")
     source = parameters_cell(lesson.notebook)

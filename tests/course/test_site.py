@@ -7,16 +7,18 @@ Oracles: the figures written here by hand, read back out of the pages' scripts; 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from dro_course import load_syllabus
 from dro_course.results import LessonResult
-from dro_course.site import build_site, publish_notebook, strip_widget_state
+from dro_course.site import build_site, figure_html, publish_notebook, strip_widget_state
 from dro_course.site.publish import PLOTLY_MIME, WIDGET_MIME
 
 v4 = nbformat.v4
@@ -68,13 +70,41 @@ def _executed_notebook():
 
 def _scripts_figures(html: str) -> list[tuple[list, dict, list]]:
     """Every (data, layout, frames) that a page's scripts hand to Plotly.newPlot / addFrames."""
-    found = []
-    for match in re.finditer(r"Plotly\.newPlot\(el,(.*?)\)\.then\(function\(\)\{var f=(.*?);if", html, flags=re.S):
-        decoder = json.JSONDecoder()
-        data, end = decoder.raw_decode(match.group(1))
-        layout, _ = decoder.raw_decode(match.group(1)[end + 1 :])
-        found.append((data, layout, json.loads(match.group(2))))
+    found, decoder = [], json.JSONDecoder()
+    for script in re.findall(r"<script[^>]*>(.*?)</script>", html, flags=re.S):
+        if "Plotly.newPlot" not in script:
+            continue
+        layout, _ = decoder.raw_decode(script[script.index("var l=") + len("var l=") :])
+        data, _ = decoder.raw_decode(script[script.index("Plotly.newPlot(el,") + len("Plotly.newPlot(el,") :])
+        frames, _ = decoder.raw_decode(script[script.index("var f=") + len("var f=") :])
+        found.append((data, layout, frames))
     return found
+
+
+def test_a_figure_names_the_shared_template_and_keeps_float32_arrays():
+    """The site's template is named, not carried; a float64 array is stored as float32, one beyond float32's
+    range is left as it was."""
+    template = {"layout": {"font": {"family": "serif"}}}
+    values = np.linspace(0.1, 1.0, 7)
+    figure = {
+        "data": [
+            {"type": "scatter", "y": {"dtype": "f8", "bdata": base64.b64encode(values.tobytes()).decode()}},
+            {
+                "type": "scatter",
+                "y": {"dtype": "f8", "bdata": base64.b64encode(np.array([1e-40, 1.0]).tobytes()).decode()},
+            },
+        ],
+        "layout": {"template": template, "title": {"text": "t"}},
+    }
+    html = figure_html(figure, "f", template)
+    [(data, layout, _)] = _scripts_figures(html)
+    assert layout == {"title": {"text": "t"}} and "l.template=window.droLabTemplate" in html
+    assert data[0]["y"]["dtype"] == "f4" and data[1]["y"]["dtype"] == "f8"
+    shown = np.frombuffer(base64.b64decode(data[0]["y"]["bdata"]), dtype="<f4")
+    np.testing.assert_allclose(shown, values, rtol=2**-23)
+    # another template is carried as it was
+    [(_, layout, _)] = _scripts_figures(figure_html(figure, "f", {"layout": {}}))
+    assert layout["template"] == template
 
 
 def test_published_notebook_keeps_no_widget_state_and_draws_from_shared_plotly():
@@ -160,8 +190,9 @@ SOLUTION = "the solution of exercise one"
 def test_site_has_home_lessons_summary_search_and_downloads(site):
     for page in ("index.html", "search.html", "notebooks/one.html", "notebooks/two.html"):
         assert (site / page).is_file(), page
-    assert (site / "searchindex.js").is_file() and (site / "_static" / "plotly-cartesian.min.js").is_file()
-    assert (site / "_static" / "mathjax" / "startup.js").is_file()
+    assert (site / "searchindex.js").is_file() and (site / "_static" / "plotly-course.min.js").is_file()
+    assert (site / "_static" / "katex" / "katex-typeset.js").is_file()
+    assert (site / "_static" / "katex" / "fonts" / "KaTeX_Main-Regular.woff2").is_file()
     # what no page loads is not in the site, and nothing of the build is left beside it
     assert not list(site.rglob("*.map")) and not (site / "_static" / "scripts" / "fontawesome.js").exists()
     assert not (site.parent / ".site-build").exists()
@@ -220,8 +251,10 @@ def test_lesson_page_draws_the_figure_and_the_twin_with_the_sites_plotly(site):
     figures = _scripts_figures(page)
     assert [f[0] for f in figures] == [FIGURE["data"], TWIN["data"]]
     assert figures[1][2] == TWIN["frames"]
-    assert page.count('src="../_static/plotly-cartesian.min.js') == 1
-    assert "mathjax/startup.js" in page and "fontawesome" not in page
+    assert page.count('src="../_static/plotly-course.min.js') == 1
+    assert "katex/katex-typeset.js" in page and "katex/katex.min.css" in page and "fontawesome" not in page
+    # the figures' shared template comes with plotly.js (a figure in it names it: test_a_figure_names_the_shared…)
+    assert 'src="../_static/plotly-template.js' in page
     assert len(page.encode()) < 3_000_000
     # a page without a figure does not load plotly.js
     assert "plotly" not in (site / "notebooks" / "two.html").read_text(encoding="utf-8")

@@ -35,8 +35,8 @@ def test_the_bundle_draws_every_trace_type_the_course_makes():
 
 
 def test_a_bundle_of_another_version_is_refused(tmp_path, monkeypatch):
-    other = tmp_path / "plotly-cartesian.min.js"
-    other.write_text("/**\n* plotly.js (cartesian - minified) v0.0.1\n*/\n", encoding="utf-8")
+    other = tmp_path / "plotly-course.min.js"
+    other.write_text("/**\n* plotly.js (course: scatter - minified) v0.0.1\n*/\n", encoding="utf-8")
     monkeypatch.setattr("dro_course.site.assets.VENDOR_PLOTLY", other)
     monkeypatch.setattr("dro_course.site.assets.plotly_bundle_version", lambda: plotly_bundle_version(other))
     with pytest.raises(SiteAssetsMissing, match="v?0.0.1"):

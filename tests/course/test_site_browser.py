@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import importlib.util
 import re
 import threading
 import urllib.parse
@@ -72,8 +73,7 @@ class OfflinePage:
         # a console error is an error too (a theme's complaint, a file that did not load)
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.goto(url, wait_until="load")
-        # MathJax typesets after load; plotly draws synchronously in the page's scripts
-        self.page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        # KaTeX typesets before "load" (a deferred script); plotly draws synchronously in the page's scripts
         self.page.wait_for_timeout(300)
 
     def close(self):
@@ -104,9 +104,10 @@ def test_lesson_page_offline(stem, site, browser):
         page = view.page
         assert view.blocked == [], view.blocked[:5]
         assert view.errors == [], view.errors[:3]
-        # the maths: every math element became MathJax output, and no TeX is left in the text
-        rendered = page.locator("mjx-container").count()
+        # the maths: every math element became KaTeX's output, none is an error, and no TeX is left in the text
+        rendered = page.locator(".math .katex").count()
         assert rendered >= _maths_in_source(html) > 0
+        assert page.locator(".katex-error").count() == 0
         text = page.locator("main").inner_text()
         leftovers = re.findall(r"\\\(|\\\[|\$\$|\\frac|\\beta|\\sum", text)
         assert leftovers == [], leftovers[:5]
@@ -119,6 +120,12 @@ def test_lesson_page_offline(stem, site, browser):
         assert divs > 0 and drawn == divs
         # every widget panel shows its static twin: no output was left as a "runs in JupyterLab" note
         assert page.locator("p.dro-lab-live").count() == 0
+        # no code cell scrolls sideways at this 1300 px window: its lines fit the code column
+        scrolling = page.evaluate(
+            "() => [...document.querySelectorAll('div.cell_input pre')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.split('\\n')[0])"
+        )
+        assert scrolling == [], scrolling[:3]
     finally:
         view.close()
 
@@ -216,11 +223,6 @@ def test_the_home_page_and_the_course_pages_are_light(site, browser):
     assert [h for h in _too_heavy(site, browser) if not h.startswith("notebooks/")] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a lesson page loads plotly.js (1.5 MB), MathJax (0.85 MB) and the theme (0.7 MB) before its own figures: "
-    "every lesson page loads 3.3-4.3 MB; lighter figures and a smaller plotly.js bundle are to come",
-)
 def test_every_lesson_page_loads_at_most_3_mb(site, browser):
     assert [h for h in _too_heavy(site, browser) if h.startswith("notebooks/")] == []
 
@@ -249,7 +251,7 @@ def test_pages_are_light_and_plotly_js_comes_once(site):
         if size > MAX_PAGE_BYTES:
             heavy[str(page.relative_to(site))] = size
         text = page.read_text(encoding="utf-8")
-        assert text.count("plotly-cartesian.min.js") <= 1, page
+        assert text.count("plotly-course.min.js") <= 1, page
         assert "cdn.plot.ly" not in text and "unpkg.com" not in text and "cdn.jsdelivr" not in text, page
     assert heavy == {}
     downloads = list((site / "_downloads").rglob("*.ipynb"))
@@ -282,8 +284,8 @@ def test_site_served_by_http_server_search_and_navigation(site, browser):
             hits = page.locator("#search-results li a").all_inner_texts()
             assert any("DRO foundations" in hit for hit in hits), hits[:5]
             page.goto(f"{base}/notebooks/{LESSONS[1]}.html")
-            page.evaluate("() => MathJax.startup.promise")
-            assert page.locator("mjx-container").count() > 0 and view.blocked == []
+            page.wait_for_selector(".math .katex")
+            assert view.blocked == []
             shots = REPO / "build" / "screens" / "site"
             shots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shots / "lesson01.png"))
@@ -295,3 +297,17 @@ def test_readme_screenshot_is_of_the_site():
     shot = REPO / "docs" / "site.png"
     assert shot.is_file() and shot.stat().st_size > 20_000
     assert "docs/site.png" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_icon_font_holds_every_icon_the_site_draws(site):
+    """The site serves Font Awesome's solid font cut down to a list of icons (course/site/vendor/fontawesome): every
+    icon its pages and its themes name is in that list, so no icon draws as an empty box."""
+    folder = REPO / "course" / "site" / "vendor" / "fontawesome"
+    spec = importlib.util.spec_from_file_location("fontawesome_subset", folder / "subset.py")
+    subset = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(subset)
+    kept = {line.split()[0] for line in (folder / "icons.txt").read_text(encoding="utf-8").splitlines()}
+    wanted = set(subset.kept_icons([str(site)]))
+    assert wanted <= kept, f"icons the site draws but the font lacks: {sorted(wanted - kept)}; run {folder}/subset.py"
+    served = site / "_static" / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.woff2"
+    assert served.read_bytes() == (folder / "fa-solid-900.woff2").read_bytes()

@@ -1,5 +1,6 @@
 """Lesson 07, every method compared: ``study`` (the methods, the benchmark, the runs, their summary and Pareto
-front), ``report`` (the comparison's table and what held) and its Run ``panels``."""
+front), ``settings`` (the set-up: the methods, the benchmark and every knob, from the lesson's parameters),
+``report`` (the comparison's table and what held), its Run ``panels`` and ``toolkit`` (every name its cells call)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dro_course.lessons.comparison.report import (
     is_illustration_run,
     methods_markdown,
 )
+from dro_course.lessons.comparison.settings import ComparisonSettings, comparison_settings
 from dro_course.lessons.comparison.study import (
     FAMILIES,
     METHODS,
@@ -37,4 +39,6 @@ __all__ = [
     "is_illustration_run",
     "methods_markdown",
     "comparison_panel",
+    "ComparisonSettings",
+    "comparison_settings",
 ]

@@ -218,7 +218,7 @@ def run_minority_toy(
     momentum: float = 0.9,
     minority_fraction: float = 0.1,
     noise: float = 1.0,
-    resolution: int = 120,
+    resolution: int = 60,
     device="cpu",
 ) -> MinorityToy:
     """Train ERM and lesson 01's robust losses on the 2-D minority toy, over seeds and knob grids.
@@ -232,7 +232,8 @@ def run_minority_toy(
         sweep: the methods that also run at every value of their grid (the others only at the lesson's knob).
         n_train, minority_fraction, noise: the data (:func:`dro_lab.data.make_minority_blobs`).
         epochs, lr, momentum: full-batch SGD, the same for every method.
-        resolution: mesh points per axis of the boundary grids.
+        resolution: mesh points per axis of the boundary grids (60: a smooth p = ½ line, and six boundaries that
+            weigh 0.1 MB on the site, against 0.46 MB at 120).
         device: where to train.
 
     Returns:

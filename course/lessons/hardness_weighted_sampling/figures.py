@@ -11,6 +11,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from dro_course.figures._style import CLASS_COLORS, LAYOUT, PALETTE, layout
+from dro_course.figures.experiments import reference_beside_live_figure
 from dro_course.lessons.hardness_weighted_sampling.diagnostics import (
     age_survival,
     age_tail,
@@ -21,7 +22,17 @@ from dro_lab._validation import check_int, check_nonempty
 from dro_lab.robust import worst_case_weights
 from dro_lab.utils import to_numpy
 
-__all__ = ["sampling_figure", "hws_sampling_figure", "minority_mass_figure", "age_figure", "mc_error_figure"]
+__all__ = [
+    "sampling_figure",
+    "hws_sampling_figure",
+    "minority_mass_figure",
+    "age_figure",
+    "mc_error_figure",
+    "beside_figure",
+]
+
+#: Pixels under :func:`sampling_figure`'s plot for its legend's rows (up to three on a page's figure column).
+LEGEND_PX = 110
 
 
 def sampling_figure(
@@ -76,8 +87,12 @@ def sampling_figure(
     fig.update_yaxes(title_text="share of the draws", row=1, col=2)
     if title is None:
         title = _sampling_title(summary, heading, minority=minority, batch_size=batch_size)
+    # the legend (a row per six classes, then the two reference lines) gets a bottom margin of its own, so that
+    # nothing drawn under the figure (a static twin's sliders and their read-out "β = 10") lands on it
     fig.update_layout(
-        **layout(height=430, margin=dict(l=60, r=20, t=90, b=50)), title=title, legend=dict(orientation="h", y=-0.2)
+        **layout(height=430 + LEGEND_PX, margin=dict(l=60, r=20, t=90, b=50 + LEGEND_PX)),
+        title=title,
+        legend=dict(orientation="h", y=-0.2),
     )
     return fig
 
@@ -350,4 +365,18 @@ def mc_error_figure(
     if note:
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=12))  # fmt: skip
+    return fig
+
+
+def beside_figure(reference, live, metric: str, *, title: str, methods=None) -> go.Figure:
+    """:func:`dro_course.figures.reference_beside_live_figure` (the reference run left, the reader's run right)
+    with each panel's label on two lines, "Reference run" or "Your run (an illustration)" over its data set,
+    seeds and preset, so that the two labels do not run into each other in a page's figure column."""
+    fig = reference_beside_live_figure(reference, live, metric, methods=methods, title=title)
+    for note in fig.layout.annotations:
+        who, _, what = note.text.partition(": ")
+        if who == "Your run":
+            who = "Your run (an illustration)"
+        note.text = f"{who}<br><sup>{what}</sup>" if what else who
+    fig.update_layout(margin=dict(t=110))
     return fig

@@ -11,7 +11,7 @@ import torch
 from scipy.special import logsumexp
 
 from dro_course.lessons import CheckResult, require, share, softmax_relative
-from dro_course.lessons.hardness_weighted_sampling._shared import DIVERGENCES, NAMES, check_beta
+from dro_course.lessons.hardness_weighted_sampling._shared import DIVERGENCES, NAMES, check_beta, distinct_betas
 from dro_lab._rounding import SAFETY, U32, U64, fn_error, gamma
 from dro_lab._validation import as_float_vector, check_choice, check_int
 from dro_lab.oracles import (
@@ -28,6 +28,7 @@ from dro_lab.samplers import HardnessWeightedSampler
 __all__ = [
     "check_robust_loss",
     "check_worst_case",
+    "check_worst_cases",
     "check_sampler_probabilities",
     "check_eq21",
     "check_sampler_chi2",
@@ -85,8 +86,10 @@ class RobustLossCheck(CheckResult):
             for b, lib, ref, tol in self.rows
         ]
         (b0, r0, hi0, _), (b1, r1, _, lo1) = self.limits
-        out.append(f"eq. (11) at β = {b0:g}: mean {self.mean:.8f} ≤ R = {r0:.8f} ≤ mean + β(max − min)²/8 = {hi0:.8f}")
-        out.append(f"eq. (12) at β = {b1:g}: max − log(n)/β = {lo1:.8f} ≤ R = {r1:.8f} ≤ max = {self.top:.8f}")
+        out.append(
+            f"β → 0, the mean: at β = {b0:g}, mean {self.mean:.8f} ≤ R = {r0:.8f} ≤ mean + β(max − min)²/8 = {hi0:.8f}"
+        )
+        out.append(f"β → ∞, the max: at β = {b1:g}, max − log(n)/β = {lo1:.8f} ≤ R = {r1:.8f} ≤ max = {self.top:.8f}")
         lo, hi, count = self.grid
         out.append(
             f"both intervals hold at all {count} β from {lo:g} to {hi:g}, and R never decreases along them "
@@ -105,7 +108,7 @@ def check_robust_loss(losses, *, betas, limit_betas=(1e-7, 1e5), grid=None) -> R
     the max (eq. 12); and R never decreases along the grid by more than rounding.
     """
     ell = as_float_vector(losses, "losses")
-    betas = tuple(sorted({check_beta(b) for b in betas}))
+    betas = distinct_betas(*betas)
     limit_betas = tuple(check_beta(b) for b in limit_betas)
     if len(limit_betas) != 2:
         raise ValueError(f"limit_betas must be a small β and a large one, got {limit_betas}")
@@ -248,6 +251,25 @@ def check_worst_case(losses, *, divergence: str, beta: float) -> WorstCaseCheck:
     )
 
 
+@dataclass(frozen=True)
+class WorstCaseChecks(CheckResult):
+    """:func:`check_worst_cases`' results, one per divergence and β."""
+
+    checks: tuple[WorstCaseCheck, ...]
+
+    def lines(self) -> list[str]:
+        return [line for check in self.checks for line in check.lines()]
+
+
+def check_worst_cases(losses, *, betas, divergences=DIVERGENCES) -> WorstCaseChecks:
+    """:func:`check_worst_case` for each of ``divergences`` at each of ``betas``, every β once and in increasing
+    order (the lesson passes fixed β beside its own ``beta``, which may equal one of them)."""
+    betas = distinct_betas(*betas)
+    for divergence in divergences:
+        check_choice(divergence, "divergence", DIVERGENCES)
+    return WorstCaseChecks(tuple(check_worst_case(losses, divergence=d, beta=b) for d in divergences for b in betas))
+
+
 # --------------------------------------------------------------------------- §3.2: the sampler's softmax
 
 
@@ -314,13 +336,13 @@ class Eq21Check(CheckResult):
 
     def lines(self) -> list[str]:
         if math.isinf(self.threshold):
-            return ["the 12 losses are equal: eq. (21) clips nothing at any β (the threshold is infinite)"]
+            return ["the 12 losses are equal: the χ² formula clips nothing at any β (the threshold is infinite)"]
         out = [f"no clipping while β ≤ 2/(mean − min) = {self.threshold:.3f}"]
         for beta, zeros, total, low, lib_zeros, lib_total, cert in self.rows:
             claim = "1, and reaches the maximum" if low is None else f"≥ 1 + 3/n = {low:.4f}: not a distribution"
             out.append(
-                f"β = {beta:.4g}: eq. (21) zeroes {zeros} weights and sums to {total:.4f} (must be {claim}); the "
-                f"library zeroes {lib_zeros} and sums to {lib_total:.15f}"
+                f"β = {beta:.4g}: the paper's formula as printed zeroes {zeros} weights and sums to {total:.4f} "
+                f"(must be {claim}); the library zeroes {lib_zeros} and sums to {lib_total:.15f}"
             )
             out += ["    " + line for line in cert.lines()]
         return out
@@ -393,8 +415,8 @@ class SamplerChi2Check(CheckResult):
     def lines(self) -> list[str]:
         return [
             f"sampler (χ², β = {self.beta:g}) on the whole history: sum {self.total:.10f} (1 within "
-            f"{self.allowed:.0e}), {self.zeros} of {self.n} examples at probability exactly 0; eq. (21) would sum "
-            f"to {self.eq21_total:.3f}"
+            f"{self.allowed:.0e}), {self.zeros} of {self.n} examples at probability exactly 0; the paper's "
+            f"formula as printed would sum to {self.eq21_total:.3f}"
         ]
 
 

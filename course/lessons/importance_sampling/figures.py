@@ -11,6 +11,8 @@ import torch
 from plotly.subplots import make_subplots
 
 from dro_course.figures._style import LAYOUT, PALETTE, layout, method_colors
+from dro_course.figures.experiments import reference_beside_live_figure
+from dro_course.lessons.importance_sampling.live import run_label
 from dro_course.lessons.importance_sampling.studies import PAPER_TABLE1, cost_ratios, paper_cost_ratios
 from dro_lab._validation import check_nonempty
 from dro_lab.experiments.result import ExperimentResult
@@ -24,6 +26,7 @@ __all__ = [
     "is_cost_ratio_figure",
     "is_variance_figure",
     "log_curves_figure",
+    "accuracy_beside_figure",
     "loss_against_time_figure",
 ]
 
@@ -184,9 +187,10 @@ def is_cost_ratio_figure(
     title: str | None = None,
 ) -> go.Figure:
     """Table 1 analogue: each arm's cost per epoch as a multiple of plain SGD's (``"SGD u"``), for the reference
-    run, the reader's run (optional) and the paper (Table 1's seconds per run over plain SGD's 26.5 s), as grouped
-    bars over Table 1's band: p^GN's cost over u's across the four optimizers, 2.0–2.39×, the range the cost claims
-    are judged against (a band, not a threshold: a far larger cost does not hold either).
+    run, the reader's run (optional; labelled an illustration when it is one, :func:`.live.run_label`) and the
+    paper (Table 1's seconds per run over plain SGD's 26.5 s), as grouped bars over Table 1's band: p^GN's cost over
+    u's across the four optimizers, 2.0–2.39×, the range the cost claims are judged against (a band, not a
+    threshold: a far larger cost does not hold either).
 
     Ratios are geometric means over seeds of the per-seed ratio
     (:func:`dro_course.lessons.importance_sampling.studies.cost_ratios`); timings from other machines compare only as
@@ -194,7 +198,7 @@ def is_cost_ratio_figure(
     """
     runs = {"reference run": _result(reference, "reference")}
     if live is not None:
-        runs["your run"] = _result(live, "live")
+        runs[run_label(_result(live, "live")).lower()] = live
     methods = list(reference.methods if methods is None else methods)
     check_nonempty(methods, "methods")
     for label, result in runs.items():
@@ -214,7 +218,7 @@ def is_cost_ratio_figure(
             x=shown,
             y=[paper[m] for m in shown],
             mode="markers",
-            name="paper, Table 1 (seconds per run)",
+            name="the paper (its timing table: seconds per run)",
             marker=dict(symbol="diamond", size=12, color="black"),
         )
     )
@@ -222,14 +226,14 @@ def is_cost_ratio_figure(
     low, high = min(band), max(band)
     fig.add_hrect(y0=low, y1=high, fillcolor="grey", opacity=0.25, line_width=0, layer="below")
     # the band's name goes in the legend: a label on the plot would sit on the bars
-    name = f"Table 1's band, {low:.1f}–{high:.2f}× (p^GN over u: the cost claims)"
+    name = f"the paper's band, {low:.1f}–{high:.2f}× (p^GN over u: the cost claims)"
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color="rgba(128, 128, 128, 0.4)", width=10),
                              name=name))  # fmt: skip
     fig.update_yaxes(title_text="cost per epoch ÷ plain SGD's", rangemode="tozero")
     fig.update_layout(
         **layout(height=440),
         barmode="group",
-        title=title or "Table 1 analogue: what an epoch costs, as a multiple of plain SGD (SGD u)",
+        title=title or "What an epoch costs, as a multiple of plain SGD (SGD u)",
         legend=dict(orientation="h", y=-0.3),
     )
     return fig
@@ -356,7 +360,7 @@ def log_curves_figure(
             raise ValueError(f"{label} lacks methods {missing}; pass methods= the runs share")
     colours = method_colors(methods, None)
     fig = make_subplots(rows=1, cols=len(results), horizontal_spacing=0.08,
-                        subplot_titles=[f"{label}: {_seeds_text(r)}" for label, r in results.items()])  # fmt: skip
+                        subplot_titles=[f"{label}:<br>{_seeds_text(r)}" for label, r in results.items()])  # fmt: skip
     for col, result in enumerate(results.values(), start=1):
         for m in methods:
             logs = np.log10(np.clip(np.asarray(result.curve(metric, m), dtype=float), 1e-300, None))
@@ -365,8 +369,25 @@ def log_curves_figure(
         fig.update_yaxes(type="log", row=1, col=col)
     fig.update_yaxes(title_text=f"{metric.replace('_', ' ')} (geometric mean over seeds)", row=1, col=1)
     fig.update_layout(
-        **layout(height=450, margin=dict(l=70, r=20, t=90, b=50)),
+        **layout(height=470, margin=dict(l=70, r=20, t=110, b=50)),
         title=title or f"{metric.replace('_', ' ')} per epoch, log scale (band: ± one sd of log10 over seeds)",
         legend=dict(orientation="h", y=-0.25),
     )
+    return fig
+
+
+def accuracy_beside_figure(
+    reference: ExperimentResult,
+    live: ExperimentResult,
+    *,
+    methods: Sequence[str] | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """:func:`dro_course.figures.reference_beside_live_figure` of the test accuracy, with each panel's title on two
+    lines (side by side on a page, one-line titles run into each other) and the live panel labelled an illustration
+    when it is one (:func:`.live.run_label`)."""
+    fig = reference_beside_live_figure(reference, _result(live, "live"), "test_accuracy", methods=methods, title=title)
+    for note in fig.layout.annotations[:2]:  # the two panels' titles, "Reference run: …" and "Your run: …"
+        note.text = note.text.replace("Your run:", f"{run_label(live)}:", 1).replace(": ", ":<br>", 1)
+    fig.update_layout(margin=dict(t=110))
     return fig

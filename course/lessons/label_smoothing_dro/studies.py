@@ -10,6 +10,7 @@ configuration, and trains as :func:`~dro_lab.experiments.run_experiment` trains 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from dro_lab.engine.loop import fit
 from dro_lab.experiments.papers.gils import GILS_EXPERIMENT
 from dro_lab.experiments.protocol import Splits
 from dro_lab.experiments.runner import train_arm
-from dro_lab.experiments.tuning import GILS_SEARCH_SPACE, best_at_bounds
+from dro_lab.experiments.tuning import GILS_SEARCH_SPACE, best_at_bounds, tune
 from dro_lab.models import MLP
 from dro_lab.strategies.smoothing import GILSStrategy, LabelSmoothingStrategy
 from dro_lab.utils import seed_everything
@@ -31,6 +32,7 @@ __all__ = [
     "TABLE8_GAMMAS",
     "bo_search_space",
     "gils_bo_objective",
+    "compare_samplers",
     "bo_studies_markdown",
     "transport_cost_sweep",
     "stable_gamma_limit",
@@ -92,6 +94,22 @@ def gils_bo_objective(
         return float(final[metric])
 
     return objective
+
+
+def compare_samplers(
+    objective: Callable[[dict], float], space: Mapping, samplers: Sequence[str], *, n_trials: int, seed: int = 0
+) -> tuple[dict, dict[str, float]]:
+    """One :func:`~dro_lab.experiments.tune` study per sampler of ``samplers`` (``"gp"``, ``"tpe"``,
+    ``"random"``) on the same ``objective`` and ``space`` at the same budget of ``n_trials`` and the same
+    ``seed``: ``(sampler -> study, sampler -> seconds)``, each time measured around its whole study (the trials
+    and the sampler's own work), for :func:`bo_studies_markdown`."""
+    check_nonempty(list(samplers), "samplers")
+    studies, seconds = {}, {}
+    for sampler in samplers:
+        start = time.perf_counter()
+        studies[sampler] = tune(objective, space, n_trials=n_trials, sampler=sampler, seed=seed)
+        seconds[sampler] = time.perf_counter() - start
+    return studies, seconds
 
 
 def bo_studies_markdown(

@@ -164,7 +164,8 @@ def test_final_metric_beside_figure_shows_means_and_every_paired_seed_in_both_pa
     np.testing.assert_allclose(seeds[1].y, [ref_vals["AT"][1] * 100, ref_vals["DONE"][1] * 100])
     assert list(bars[0].marker.color) == list(bars[1].marker.color) and len(set(bars[0].marker.color)) == 2
     titles = [a.text for a in fig.layout.annotations]
-    assert titles[0].startswith("Reference run: fashion-mnist, 3 seeds, full") and "digits, 2 seeds, smoke" in titles[1]
+    assert titles[0].startswith("Reference run<br>fashion-mnist, 3 seeds, full")  # two lines: no overlap
+    assert "digits, 2 seeds, smoke" in titles[1]
     with pytest.raises(ValueError, match="unknown"):
         figures.final_metric_beside_figure(ref, live, "robust_accuracy", methods=["MAIL"])
     with pytest.raises(TypeError):
@@ -184,3 +185,34 @@ def test_attack_gap_figure_writes_the_gap_inside_the_bar_not_on_its_whisker():
     fig = figures.attack_gap_figure({"AT": [0.5, 0.52], "DONE": [0.48, 0.5]}, {"AT": [0.45, 0.46], "DONE": [0.4, 0.41]})
     aa = [t for t in fig.data if t.name == "AutoAttack (ours)"][0]
     assert aa.textposition == "inside" and list(aa.text) == ["gap 0.055", "gap 0.085"]
+
+
+def test_final_metrics_figure_draws_each_metric_with_the_t_interval_of_its_mean():
+    from scipy import stats
+
+    vals = {"AT": [0.50, 0.52, 0.48, 0.55], "DONE": [0.47, 0.50, 0.46, 0.49]}
+    tails = {"AT": [0.0, 0.1, 0.05, 0.0], "DONE": [0.1, 0.1, 0.2, 0.1]}  # AT's interval reaches below 0
+    finals = {m: {s: {"ra": vals[m][s], "tail": tails[m][s]} for s in range(4)} for m in vals}
+    fig = figures.final_metrics_figure(_result(finals), ["ra", "tail"], titles=["robust", "tail"])
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [b.xaxis for b in bars] == ["x", "x2"]
+    for bar, source in zip(bars, (vals, tails)):
+        for j, m in enumerate(("AT", "DONE")):
+            v = np.asarray(source[m]) * 100  # an oracle: the t-interval of the mean, by hand
+            half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+            assert bar.y[j] == pytest.approx(v.mean())
+            assert bar.error_y.array[j] == pytest.approx(half)
+            assert bar.error_y.arrayminus[j] == pytest.approx(min(half, v.mean()))  # not below 0 %
+    seeds = [t for t in fig.data if t.type == "scatter"]
+    assert len(seeds) == 2 * 4 and sum(t.showlegend for t in seeds) == 1  # every seed, paired, in each panel
+    assert [a.text for a in fig.layout.annotations] == ["robust", "tail"]
+    assert fig.layout.yaxis2.range[0] == 0.0 and fig.layout.yaxis2.range[1] >= max(
+        b + e for b, e in zip(bars[1].y, bars[1].error_y.array)
+    )  # the whiskers fit on the axis
+
+
+def test_final_metric_beside_figure_calls_a_smoke_run_an_illustration():
+    ref = _result({m: {s: {"ra": 0.5} for s in range(3)} for m in ("AT", "DONE")})
+    live = _result({m: {s: {"ra": 0.2} for s in range(2)} for m in ("AT", "DONE")}, preset="smoke")
+    titles = [a.text for a in figures.final_metric_beside_figure(ref, live, "ra").layout.annotations]
+    assert titles[1].startswith("Your run (an illustration)<br>") and "(an illustration)" not in titles[0]

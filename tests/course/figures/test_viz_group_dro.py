@@ -243,3 +243,26 @@ def test_also_training_panel_trains_the_chosen_method_with_the_sliders_values():
     _, curves, _ = train_arm(ALSO_EXPERIMENT, "Static Weights", splits, config, device="cpu")
     np.testing.assert_allclose(box.figure.data[1].y, curves["worst_class_accuracy"])
     assert "stopped" not in box.status.value
+
+
+def test_reference_parts_figure_draws_each_part_in_its_panel_as_the_mean_over_seeds():
+    from dro_course.figures.group_dro import reference_parts_figure
+    from dro_lab.experiments import load_reference
+
+    reference = load_reference("also")
+    parts = {"uc = 10": reference.result("ratio 10"), "uc = 100": reference.result("ratio 100")}
+    fig = reference_parts_figure(parts, "worst_class_accuracy", methods=["ERM (Adam)", "ALSO"])
+    assert [a.text for a in fig.layout.annotations] == ["uc = 10: fashion-mnist, 10 seeds",
+                                                       "uc = 100: fashion-mnist, 10 seeds"]  # fmt: skip
+    for axis, result in (("x", parts["uc = 10"]), ("x2", parts["uc = 100"])):
+        for method in ("ERM (Adam)", "ALSO"):
+            line = next(t for t in fig.data if t.name == method and (t.xaxis or "x") == axis and t.mode == "lines"
+                        and t.fill != "toself")  # fmt: skip
+            runs = [r["curves"]["worst_class_accuracy"] for r in result.runs if r["method"] == method]
+            np.testing.assert_allclose(line.y, 100 * np.mean(runs, axis=0))  # the mean over the seeds, in %
+    assert sum(t.showlegend is not False for t in fig.data if t.fill != "toself") == 2  # one legend entry each
+    second = {"uc = 10": parts["uc = 10"], "seeds 10-14": reference.result("ratio 100, second seed set")}
+    with pytest.raises(ValueError, match=r"parts\['seeds 10-14'\] lacks methods \['ERM \(Adam\)'\]"):
+        reference_parts_figure(second, "worst_class_accuracy", methods=["ERM (Adam)", "ALSO"])
+    with pytest.raises(ValueError, match="two labels"):
+        reference_parts_figure({"uc = 10": parts["uc = 10"]}, "worst_class_accuracy")

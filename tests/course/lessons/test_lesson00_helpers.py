@@ -1,11 +1,13 @@
-"""Lesson 00's two library helpers: the lessons table keeps one row per lesson even when a goal holds a '|', and
-the set-up check names a missing required package and the command that installs it."""
+"""Lesson 00's library helpers: the lessons tables keep one row per lesson even when a goal or a title holds a '|'
+(and lesson 00's own table links each lesson's notebook), and the set-up check names a missing required package and
+the command that installs it."""
 
 from __future__ import annotations
 
 import pytest
 
 from dro_course import environment, environment_report, lessons_table, load_syllabus
+from dro_course.lessons.welcome.overview import lessons_overview
 
 
 def _cells(row: str) -> list[str]:
@@ -27,6 +29,21 @@ def test_every_lesson_is_one_row_of_five_cells_even_with_pipes_in_its_goals():
     rows = [line for line in lessons_table(syllabus).splitlines() if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == [lesson.id for lesson in syllabus.lessons]
     assert all(len(_cells(r)) == 5 for r in rows)
+
+
+def test_lesson_00s_table_is_one_short_row_per_lesson_linking_its_notebook():
+    syllabus = load_syllabus(check_notebooks=False)
+    rows = lessons_overview(syllabus).splitlines()
+    lessons = rows[2:-1]
+    assert [r.split(" | ")[0].strip("| ") for r in lessons] == [lesson.number for lesson in syllabus.lessons]
+    assert all(len(_cells(r)) == 4 for r in rows)
+    welcome = syllabus.lessons[0].notebook
+    for row, lesson in zip(lessons, syllabus.lessons, strict=True):
+        target = row.split("](", 1)[1].split(")", 1)[0]
+        assert (welcome.parent / target).resolve() == lesson.notebook.resolve(), row
+        assert str(lesson.reading_minutes and f"{lesson.reading_minutes:g}") in _cells(row)[2]
+    total = sum(lesson.reading_minutes or 0 for lesson in syllabus.lessons)
+    assert "**in all**" in rows[-1] and _cells(rows[-1])[2].strip() == f"{total:g}"
 
 
 def test_a_missing_required_package_stops_the_set_up_check(monkeypatch):

@@ -48,7 +48,7 @@ def _model(seed: int, d: int = 6, classes: int = 3) -> torch.nn.Module:
 def test_robust_loss_check_holds(losses, beta):
     result = hws.check_robust_loss(losses, betas=(1e-3, beta, 100.0))
     assert len(result.rows) == len({1e-3, beta, 100.0}) and result.drop <= result.drop_allowed
-    assert "eq. (11)" in str(result) and "eq. (12)" in str(result)
+    assert "β → 0, the mean" in str(result) and "β → ∞, the max" in str(result)
 
 
 @SETTINGS
@@ -57,6 +57,19 @@ def test_worst_case_check_holds(losses, divergence, beta):
     result = hws.check_worst_case(losses, divergence=divergence, beta=beta)
     assert result.certificate.brackets(result.closed_form, result.closed_rounding)
     assert "SLSQP" in str(result)
+
+
+@pytest.mark.parametrize("beta", [0.1, 1.0, 10.0])
+def test_a_check_table_prints_each_beta_once(beta):
+    """The lesson passes its own β beside fixed ones (0.1 and 1): at β = 1 the table has no second β = 1 row."""
+    losses = np.linspace(0.0, 3.0, 12)
+    result = weights.check_worst_cases(losses, betas=(0.1, 1.0, beta))
+    for divergence in ("kl", "chi2"):
+        betas = [c.beta for c in result.checks if c.divergence == divergence]
+        assert betas == sorted({0.1, 1.0, beta})
+    assert len(str(result).splitlines()) == 2 * len(result.checks)
+    rows = hws.check_robust_loss(losses, betas=(1e-3, 0.1, 1.0, beta, 100.0)).rows
+    assert [row[0] for row in rows] == sorted({1e-3, 0.1, 1.0, beta, 100.0})
 
 
 @SETTINGS

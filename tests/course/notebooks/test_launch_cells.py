@@ -126,7 +126,7 @@ def test_without_the_course_the_install_cell_installs_it_from_the_repository(mon
 
     install, attacks = shell.calls
     assert install[0] == "%pip", install
-    found = re.fullmatch(r'install --quiet "dro-lab\[([\w,]+)\] @ git\+https://github\.com/([\w.-]+/[\w.-]+)"', install[1])
+    found = re.fullmatch(r'install --quiet\s+"dro-lab\[([\w,]+)\] @ git\+https://github\.com/([\w.-]+/[\w.-]+)"', install[1])
     assert found and found.group(2) == _github_repository(), install
     extras = _pyproject()["project"]["optional-dependencies"]
     assert set(found.group(1).split(",")) == {"viz", "vision", "bo"} and {"viz", "vision", "bo"} <= set(extras)

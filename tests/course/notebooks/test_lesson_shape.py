@@ -9,7 +9,12 @@ Checked statically on the stored notebooks (outputs are not stored):
 * at least three exercises (one in lesson 00), at least one of them code: a cell tagged ``exercise`` opening with
   ``# Exercise N`` followed by a cell tagged ``check`` that calls ``check_exercise("N"…``; and a solution for every
   exercise in ``course/solutions/<lesson>.py`` (no solution left in the student's notebook);
-* a check cell shows no answer: it compares with what the lesson's ``expected`` module computes.
+* a check cell shows no answer: it compares with what the lesson's ``expected`` module computes;
+* the idea first: before the first section after "Parameters" come only the install cell, the parameters cell (each
+  parameter on one line with its comment) and one set-up cell of at most 10 lines; no code line is wider than the
+  site's code column (``MAX_CODE_WIDTH`` characters);
+* a lesson says what its paper shows in its own words: no heading points into the paper (§, eq., App., Theorem …),
+  and the prose before the references keeps at most ``MAX_PAPER_POINTERS`` such pointers, for the curious.
 
 Whether the solutions pass their checks and the stubs report "not yet" is run in
 ``tests/course/test_instructor_copy.py``.
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from dro_course import read_solutions, solutions_path
 from dro_course.exercises import CHECK_TAG, EXERCISE_TAG, SOLUTION_TAG, exercise_id
@@ -32,6 +38,15 @@ from dro_course.exercises import CHECK_TAG, EXERCISE_TAG, SOLUTION_TAG, exercise
 REPO = Path(__file__).resolve().parents[3]
 LESSONS = sorted((REPO / "notebooks").glob("0*.ipynb"))
 MAX_CODE_LINES, MAX_CELL_LINES = 250, 25
+#: The set-up cell's lines, and the characters of a code line that fit the site's code column without scrolling.
+MAX_SETUP_LINES, MAX_CODE_WIDTH = 10, 88
+MAX_PAPER_POINTERS = 25
+#: A pointer into a paper: a section, equation, appendix, algorithm, table, figure or numbered result.
+PAPER_POINTER = re.compile(
+    r"§\s*[A-Z0-9]|\b[Ee]qs?\.\s*\(?\d|\bApp\.\s*[A-Z]|\bAppendix\b"
+    r"|\b(?:Algorithm|Table|Fig\.|Figure|Theorem|Lemma|Proposition|Corollary|Assumption)\s*[A-Z]?\d"
+)
+PARAMETER_LINE = re.compile(r"\w+ = \S.*?\s#\s*\S.*")
 #: Lessons still to be rewritten in the new shape (issue 19); remove a lesson from here when it passes.
 NOT_YET: set[str] = set()
 FORBIDDEN = re.compile(
@@ -61,13 +76,65 @@ def _problems(path: Path) -> list[str]:
         total += len(lines)
         if len(lines) > MAX_CELL_LINES:
             problems.append(f"cell {i}: {len(lines)} code lines (at most {MAX_CELL_LINES})")
-        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        source = TransformerManager().transform_cell(cell.source)  # what IPython runs: magics become calls
         defined = [n.name for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
         if defined:
             problems.append(f"cell {i}: defines {defined} (what a lesson needs belongs in the library)")
     if total > MAX_CODE_LINES:
         problems.append(f"{total} code lines outside the parameters and exercises (at most {MAX_CODE_LINES})")
-    return problems + _exercise_problems(path, nb)
+    return problems + _head_problems(nb) + _width_problems(nb) + _pointer_problems(nb) + _exercise_problems(path, nb)
+
+
+def _sections(nb) -> list[int]:
+    """The indices of the markdown cells that open a numbered or named section (a level-2 heading)."""
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and re.search(r"^## ", c.source, re.M)]
+
+
+def _head_problems(nb) -> list[str]:
+    """Before the first section after "Parameters": the install cell, the parameters cell, one short set-up cell."""
+    sections = _sections(nb)
+    end = sections[1] if len(sections) > 1 else len(nb.cells)
+    head = [(i, c) for i, c in enumerate(nb.cells[:end]) if c.cell_type == "code"]
+    kinds = [
+        "install" if "install" in _tags(c) else "parameters" if "parameters" in _tags(c) else "set-up" for _, c in head
+    ]
+    if kinds != ["install", "parameters", "set-up"]:
+        return [f"before the first section: code cells {kinds} (install, parameters and one set-up cell)"]
+    problems = []
+    (_, parameters), (i, setup) = head[1], head[2]
+    if len(_lines(setup.source)) > MAX_SETUP_LINES:
+        problems.append(f"cell {i}: a set-up cell of {len(_lines(setup.source))} lines (at most {MAX_SETUP_LINES})")
+    for line in _lines(parameters.source):
+        if not PARAMETER_LINE.fullmatch(line):
+            problems.append(f"parameters: {line.strip()!r} is not one parameter on one line with its comment")
+    return problems
+
+
+def _width_problems(nb) -> list[str]:
+    wide = [
+        (i, len(line))
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for line in c.source.splitlines()
+        if len(line) > MAX_CODE_WIDTH
+    ]
+    return [f"cell {i}: a code line of {n} characters (at most {MAX_CODE_WIDTH})" for i, n in wide]
+
+
+def _pointer_problems(nb) -> list[str]:
+    sections = _sections(nb)
+    references = next((i for i in sections if re.search(r"^## .*References", nb.cells[i].source, re.M)), None)
+    problems, count = [], 0
+    for i, cell in enumerate(nb.cells[:references]):
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("#") and (found := PAPER_POINTER.search(line)):
+                problems.append(f"cell {i}: a heading points into the paper ({found.group(0)!r}): {line[:60]!r}")
+        count += len(PAPER_POINTER.findall(cell.source))
+    if count > MAX_PAPER_POINTERS:
+        problems.append(f"{count} pointers into the paper in the prose (at most {MAX_PAPER_POINTERS})")
+    return problems
 
 
 def _answers_in_sight(source: str) -> list[str]:
