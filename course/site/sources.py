@@ -129,10 +129,12 @@ _LAYOUT = """{% extends "!layout.html" %}
 #: The site's own styles. A lesson's code lines hold at most 88 characters (tests/course/notebooks); at 12.5 px a
 #: monospace character is about 7.5 px wide, so 88 of them fit the theme's code column (668 px inside its padding at
 #: a 1300 px window, 754 px at its widest) without a sideways scroll. A displayed formula too wide for the column
-#: scrolls inside itself, and one with an equation number leaves the number room.
+#: scrolls inside itself, and one with an equation number leaves the number room. A printed line longer than the
+#: column wraps, so that a reader sees all of it.
 _CSS = """.dro-lab-twin-note, .dro-lab-live { color: #555; font-size: 90%; }
 .dro-lab-downloads { font-size: 90%; }
 div.cell_input pre, div.cell_output pre { font-size: 12.5px; }
+div.cell_output pre { white-space: pre-wrap; }
 .katex-display { overflow-x: auto; overflow-y: hidden; padding: 0.2em 0; }
 .katex-display .katex-html:has(> .tag) { padding-right: 2.5em; }
 """

@@ -271,3 +271,32 @@ def test_build_site_checks_its_arguments(tmp_path, site):
     with pytest.raises(ValueError, match="Invalid preset"):
         build_site(tmp_path, **{**good, "preset": "huge"})
     assert not (tmp_path / "site").exists()
+
+
+def test_the_page_shows_no_injected_cell_but_says_what_the_run_was_given():
+    """papermill's injected-parameters cell sits between the parameters and the set-up: the page drops it and says
+    in the download line which values the run was given."""
+    from dro_course.site.sources import _downloads_cell, _take_injected
+
+    nb = v4.new_notebook(cells=[v4.new_code_cell("epochs = None  # epochs", metadata={"tags": ["parameters"]})])
+    nb.cells.append(
+        v4.new_code_cell('# Parameters\npreset = "smoke"\nepochs = 3\n', metadata={"tags": ["injected-parameters"]})
+    )
+    nb.cells.append(v4.new_code_cell("setup = setup_lesson(...)"))
+    injected = _take_injected(nb)
+    assert injected == ['preset = "smoke"', "epochs = 3"] and len(nb.cells) == 2
+    result = LessonResult(id="x", title="x", status="ok", notebook=Path("x.ipynb"))
+    line = _downloads_cell("x", result, "smoke", "student", False, injected).source
+    assert '`preset = "smoke"`; `epochs = 3`' in line and "the parameters cell below" in line
+    assert "ran with" not in _downloads_cell("x", result, "smoke", "student", False, []).source
+
+
+def test_an_empty_markdown_output_shows_nothing():
+    """``display(Markdown(""))`` (a note with nothing to say) draws nothing in JupyterLab, nor on the page: not the
+    object's text/plain repr."""
+    nb = v4.new_notebook(cells=[v4.new_code_cell("display(Markdown(note))")])
+    empty = {"text/markdown": "", "text/plain": "<IPython.core.display.Markdown object>"}
+    said = {"text/markdown": "*a note*", "text/plain": "<IPython.core.display.Markdown object>"}
+    nb.cells[0].outputs = [v4.new_output("display_data", data=empty), v4.new_output("display_data", data=said)]
+    outputs = publish_notebook(nb, name="x").cells[0].outputs
+    assert [o["data"]["text/markdown"] for o in outputs] == ["*a note*"]

@@ -191,6 +191,8 @@ def _raw_tables(page) -> int:
 
 
 def test_every_page_has_its_tables_and_no_console_error(site, browser):
+    """Every page: its tables drawn as tables, every formula typeset by KaTeX (none shown as an error), no console
+    error and no request off the site."""
     problems = []
     for path in _pages(site):
         view = OfflinePage(browser, path.as_uri())
@@ -198,6 +200,8 @@ def test_every_page_has_its_tables_and_no_console_error(site, browser):
             name = str(path.relative_to(site))
             if _raw_tables(view.page):
                 problems.append(f"{name}: {_raw_tables(view.page)} table(s) printed as text")
+            if errors := view.page.locator(".katex-error").all_inner_texts():
+                problems.append(f"{name}: formulas KaTeX could not read: {errors[:2]}")
             if view.errors or view.blocked:
                 problems.append(f"{name}: {(view.errors + view.blocked)[:2]}")
         finally:
