@@ -136,6 +136,42 @@ def add_band_traces(
     )
 
 
+def add_seed_lines(
+    fig: go.Figure,
+    seeds: Sequence[int],
+    finals: Mapping[str, np.ndarray],
+    methods: Sequence[str],
+    scale: float,
+    *,
+    colors: Mapping[str, str] | None = None,
+    legend: bool = False,
+    row: int | None = None,
+    col: int | None = None,
+) -> None:
+    """One dot per seed and method (a final metric, times ``scale``), the dots of one seed joined across the
+    methods: the pairing a verdict uses. With ``colors`` the dots take their method's colour; with ``legend`` the
+    first seed's line stands for all in the legend."""
+    marker = dict(size=7)
+    if colors is not None:
+        marker.update(color=[colors[m] for m in methods], line=dict(color="black", width=1))
+    for i, seed in enumerate(seeds):
+        fig.add_trace(
+            go.Scatter(
+                x=list(methods),
+                y=[float(finals[m][i]) * scale for m in methods],
+                mode="lines+markers",
+                line=dict(color="#555555", width=1),
+                marker=marker,
+                name="one seed (paired)",
+                legendgroup="seed",
+                showlegend=legend and i == 0,
+                hovertemplate=f"seed {seed}, %{{x}}: %{{y:.1f}}<extra></extra>",
+            ),
+            row=row,
+            col=col,
+        )
+
+
 def seed_array(values, name: str, k: int | None = None) -> np.ndarray:
     """Per-seed values as a float array (n_seeds, k); a vector is one seed (k given) or k=1 seeds (k None)."""
     a = np.asarray(to_numpy(values), dtype=float)

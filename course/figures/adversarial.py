@@ -18,6 +18,7 @@ from dro_course.figures._style import (
     LAYOUT,
     PALETTE,
     add_paper_markers,
+    add_seed_lines,
     class_labels,
     layout,
     mean_std,
@@ -405,22 +406,7 @@ def _add_final_metric(
         row=1,
         col=col,
     )
-    for i, seed in enumerate(result.seeds):
-        fig.add_trace(
-            go.Scatter(
-                x=methods,
-                y=[float(finals[m][i]) * scale for m in methods],
-                mode="lines+markers",
-                line=dict(color="#555555", width=1),
-                marker=dict(size=7, color=[colors[m] for m in methods], line=dict(color="black", width=1)),
-                name="one seed (paired)",
-                legendgroup="seed",
-                showlegend=legend and i == 0,
-                hovertemplate=f"seed {seed}, %{{x}}: %{{y:.1f}}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
+    add_seed_lines(fig, result.seeds, finals, methods, scale, colors=colors, legend=legend, row=1, col=col)
     fig.update_xaxes(type="category", row=1, col=col)
     if scale == 100.0:  # an accuracy axis from 0, never below it (an all-zero run would centre on 0)
         top = float(np.nanmax([np.nanmax(finals[m]) for m in methods])) * scale

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dro_course.beside import is_illustration
-from dro_course.figures._style import LAYOUT, add_band_traces, method_colors
+from dro_course.figures._style import LAYOUT, add_band_traces, add_seed_lines, method_colors
 from dro_lab._validation import check_nonempty
 from dro_lab.experiments.result import ExperimentResult
 
@@ -95,19 +95,7 @@ def experiment_seeds_figure(
             showlegend=False,
         )
     )
-    for i, seed in enumerate(result.seeds):
-        fig.add_trace(
-            go.Scatter(
-                x=methods,
-                y=[finals[m][i] * scale for m in methods],
-                mode="lines+markers",
-                name=f"seed {seed}",
-                line=dict(color="grey", width=1),
-                marker=dict(size=7),
-                showlegend=False,
-                hovertemplate=f"seed {seed}: %{{y:.1f}}<extra>%{{x}}</extra>",
-            )
-        )
+    add_seed_lines(fig, result.seeds, finals, methods, scale)
     fig.update_layout(
         **LAYOUT,
         title=title or f"{metric.replace('_', ' ')}: each seed, paired across methods",
