@@ -10,12 +10,21 @@ that runs a paper's experiment (the library knows the references by name only).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from dro_lab.experiments.reference import Reference, _shown, load_reference
 from dro_lab.experiments.result import ExperimentResult, verdict_table
 
-__all__ = ["REFERENCE_FOR_LESSON", "beside_reference", "claims_in_words", "is_illustration", "smoke_artefacts"]
+__all__ = [
+    "REFERENCE_FOR_LESSON",
+    "beside_reference",
+    "claims_in_words",
+    "is_illustration",
+    "live_label",
+    "smoke_artefacts",
+]
 
 #: What each verdict means, in a sentence a student reads beside the numbers.
 _MEANING = {
@@ -68,6 +77,49 @@ def _methods_list(methods: list[str]) -> str:
     return methods[0] if len(methods) == 1 else ", ".join(methods[:-1]) + " and " + methods[-1]
 
 
+def live_label(live: ExperimentResult, *, min_seeds: int = 3) -> str:
+    """ "Your run (an illustration)" for a run too small to judge (:func:`is_illustration`), else "Your run": the
+    words a figure of the student's run starts its title with."""
+    return "Your run (an illustration)" if is_illustration(live, min_seeds=min_seeds) else "Your run"
+
+
+def _curve_names(live: ExperimentResult) -> set[str]:
+    return {name for run in live.runs for name in run.get("curves", {})}
+
+
+def _check_artefact_options(live, metric, chance, margin, curve) -> None:
+    if not isinstance(live, ExperimentResult):
+        raise TypeError(f"live must be an ExperimentResult, got {type(live).__name__}")
+    if metric not in live.metric_names():
+        raise ValueError(f"no final metric {metric!r}; metrics: {live.metric_names()}")
+    if curve is not None and curve not in _curve_names(live):
+        raise ValueError(f"no per-epoch curve {curve!r}; curves: {sorted(_curve_names(live))}")
+    if chance is not None and not 0.0 <= chance <= 1.0:
+        raise ValueError(f"chance must be in [0, 1], got {chance!r}")
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin must be in [0, 1), got {margin!r}")
+
+
+def _mean(values) -> float:
+    with warnings.catch_warnings():  # a method whose every seed is missing: NaN, without a warning in the page
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(values))
+
+
+def _falling(live: ExperimentResult, curve: str, margin: float) -> list[str]:
+    """The methods whose mean curve ends more than ``margin`` below where it started."""
+    if curve not in _curve_names(live):
+        return []  # a metric measured only at the end has no curve
+    falling = []
+    for m in live.methods:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_epoch = np.nanmean(live.curve(curve, m), axis=0)
+        if len(per_epoch) > 1 and per_epoch[-1] < per_epoch[0] - margin:
+            falling.append(m)
+    return falling
+
+
 def smoke_artefacts(
     live: ExperimentResult,
     metric: str,
@@ -76,45 +128,40 @@ def smoke_artefacts(
     margin: float = 0.02,
     min_seeds: int = 3,
     curve: str | None = None,
+    reference: bool = True,
 ) -> str:
     """Markdown: what ``live``'s ``metric`` shows only because the run is small, in a sentence a student reads
     under its figure; ``""`` when ``live`` is large enough to judge (:func:`is_illustration`) or shows none.
 
     Three artefacts are named: every method at 0 (an empty panel), methods within ``margin`` of ``chance`` (the
-    accuracy of a guess), and methods whose per-epoch mean ends below where it started. ``curve`` names that
-    per-epoch metric where it differs from the final one (lesson 05's ``test_accuracy`` curve ends in its final
-    ``clean_accuracy``); by default it is ``metric``.
+    accuracy of a guess; a ``chance`` of 0 reads "at 0"), and methods whose per-epoch mean ends more than ``margin``
+    below where it started. ``curve`` names that per-epoch metric where it differs from the final one (lesson 05's
+    ``test_accuracy`` curve ends in its final ``clean_accuracy``); by default it is ``metric``. With ``reference``
+    the note points the reader to the reference run shown above the figure.
 
     Raises:
         TypeError: ``live`` is not an ExperimentResult.
-        ValueError: ``metric`` is not a final metric of ``live``, or ``chance`` is not in [0, 1].
+        ValueError: ``metric`` is not a final metric of ``live``, ``curve`` not one of its curves, ``chance`` not
+            in [0, 1] or ``margin`` not in [0, 1).
     """
-    if not is_illustration(live, min_seeds=min_seeds):
+    _check_artefact_options(live, metric, chance, margin, curve)
+    if not is_illustration(live, min_seeds=min_seeds) or not live.methods:
         return ""
-    if chance is not None and not 0.0 <= chance <= 1.0:
-        raise ValueError(f"chance must be in [0, 1], got {chance!r}")
-    finals = {m: float(np.nanmean(v)) for m, v in live.final(metric).items()}
+    finals = {m: _mean(v) for m, v in live.final(metric).items()}
     size = f"{live.config.get('epochs', '?')} epochs, {len(live.seeds)} seed{'s' if len(live.seeds) != 1 else ''}"
     notes = []
     if all(v == 0.0 for v in finals.values()):
         notes.append(f"every method scores 0 on `{metric}`: the panel is empty, not a result")
     elif chance is not None and (guessing := [m for m, v in finals.items() if abs(v - chance) <= margin]):
-        notes.append(f"{_methods_list(guessing)} sit{'s' if len(guessing) == 1 else ''} at chance ({chance:.3g}) "
-                     f"on `{metric}`: {'it has' if len(guessing) == 1 else 'they have'} not learned yet")  # fmt: skip
-    falling = []
-    for m in live.methods:
-        try:
-            per_epoch = np.nanmean(live.curve(curve or metric, m), axis=0)
-        except (KeyError, ValueError):
-            continue  # a metric measured only at the end has no curve
-        if len(per_epoch) > 1 and per_epoch[-1] < per_epoch[0]:
-            falling.append(m)
-    if falling:
+        where = "at 0" if chance == 0.0 else f"at chance ({chance:.3g})"
+        notes.append(f"{_methods_list(guessing)} sit{'s' if len(guessing) == 1 else ''} {where} on `{metric}`: "
+                     f"{'it has' if len(guessing) == 1 else 'they have'} not learned yet")  # fmt: skip
+    if falling := _falling(live, curve or metric, margin):
         notes.append(f"`{curve or metric}` falls over training for {_methods_list(falling)}: too few steps to settle")
     if not notes:
         return ""
-    return (f"*An illustration of the protocol ({live.preset} preset, {size}): "
-            + "; ".join(notes) + ". The reference run above shows the trained result.*\n")  # fmt: skip
+    trained = " The reference run above shows the trained result." if reference else ""
+    return f"*An illustration of the protocol ({live.preset} preset, {size}): " + "; ".join(notes) + f".{trained}*\n"
 
 
 def beside_reference(

@@ -4,7 +4,7 @@ left in the notebook, fills the ones left None from the preset, and derives the 
 What each lesson accepts lives in the syllabus (``checks`` and ``defaults`` of the lesson, see
 :mod:`.syllabus`), so the cell after a lesson's ``parameters`` cell reads::
 
-    from dro_course import setup_lesson
+    from dro_course.lessons.dro_foundations.toolkit import *  # this lesson's names
     setup = setup_lesson("01_dro_foundations", globals())
 
 and ``dro-course run -p epochs 0`` stops there with ``Invalid parameter epochs=0: expected an

@@ -93,6 +93,11 @@ def test_the_course_lists_runs_and_fetches_outside_the_clone(installed):
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     statuses = {r["id"]: r["status"] for r in summary["lessons"]} if "lessons" in summary else None
     assert (out / "00_welcome.ipynb").is_file() and (statuses is None or statuses["00_welcome"] == "ok"), summary
+    # the site's own assets came with the wheel: KaTeX with its fonts, the plotly.js bundle, the icon font
+    static = out / "site" / "_static"
+    for shipped in ("katex/katex-typeset.js", "katex/fonts/KaTeX_Main-Regular.woff2", "plotly-course.min.js"):
+        assert (static / shipped).is_file(), shipped
+    assert (static / "vendor" / "fontawesome" / "webfonts" / "fa-solid-900.woff2").stat().st_size < 10_000
     _run([str(bin_ / "dro-course"), "fetch", str(away / "work")], cwd=away, timeout=120, env=env)
     assert sorted(p.name for p in (away / "work").glob("*.ipynb")) == LESSONS
     moved = subprocess.run([str(bin_ / "dro-lab"), "course", "list"], cwd=away, capture_output=True, text=True)

@@ -15,7 +15,7 @@ from IPython.display import Markdown, display
 
 import dro_lab
 from dro_course import figures, panels
-from dro_course.beside import beside_reference, claims_in_words, smoke_artefacts
+from dro_course.beside import beside_reference, claims_in_words, is_illustration, live_label, smoke_artefacts
 from dro_course.exercises import check_exercise
 from dro_course.lesson_setup import setup_lesson
 from dro_course.records import record
@@ -36,6 +36,8 @@ __all__ = [
     "panels",
     "beside_reference",
     "claims_in_words",
+    "is_illustration",
+    "live_label",
     "smoke_artefacts",
     "check_exercise",
     "setup_lesson",

@@ -11,6 +11,7 @@ fonts only those the page's formulas use (the browser fetches a web font when a 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -84,19 +85,24 @@ def shared_template() -> dict:
     return json.loads(json.dumps(pio.templates[TEMPLATE].to_plotly_json(), cls=PlotlyJSONEncoder))
 
 
+def _copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` whole: written beside it, then put in its place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    shutil.copyfile(source, part)
+    os.replace(part, target)
+
+
 def copy_assets(static: Path) -> None:
     """Put plotly.js, the figures' template, KaTeX and the icon font into ``static`` (Sphinx's ``html_static_path``)."""
     static.mkdir(parents=True, exist_ok=True)
-    plotly_js = plotly_js_path()
-    target = static / PLOTLY_JS
-    if not target.is_file() or target.stat().st_size != plotly_js.stat().st_size:
-        shutil.copyfile(plotly_js, target)
+    _copy(plotly_js_path(), static / PLOTLY_JS)
     write_text_atomic(static / PLOTLY_TEMPLATE_JS, f"window.droLabTemplate = {json.dumps(shared_template())};\n")
     katex = static / "katex"
     katex.mkdir(exist_ok=True)
     parts = [(VENDOR_KATEX / name).read_text(encoding="utf-8") for name in ("katex.min.js", "typeset.js")]
     write_text_atomic(static / KATEX_JS, "\n".join(parts))
-    shutil.copyfile(VENDOR_KATEX / "katex.min.css", static / KATEX_CSS)
-    shutil.copytree(VENDOR_KATEX / "fonts", katex / "fonts", dirs_exist_ok=True)
-    (static / ICON_FONT).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(VENDOR_ICONS / "fa-solid-900.woff2", static / ICON_FONT)  # html_static_path wins over the theme's
+    _copy(VENDOR_KATEX / "katex.min.css", static / KATEX_CSS)
+    shutil.rmtree(katex / "fonts", ignore_errors=True)  # no font of another KaTeX left behind
+    shutil.copytree(VENDOR_KATEX / "fonts", katex / "fonts")
+    _copy(VENDOR_ICONS / "fa-solid-900.woff2", static / ICON_FONT)  # html_static_path wins over the theme's

@@ -55,7 +55,7 @@ def build_site(
     solution. Each lesson page has download links for the lesson's notebook and the executed one, and Binder /
     Colab launch buttons. The instructor's site shows the lessons executed with their solutions and the written
     exercises' answers, the instructor copies to download, the instructor guide and the run's log (each lesson's
-    status and seconds, the run summary). Maths is rendered by the site's own MathJax copy and figures by its one
+    status and seconds, the run summary). Maths is typeset by the site's own KaTeX and figures by its one
     plotly.js: a page works opened from disk or served (``python -m http.server``) with no network. Widget panels
     show their static twins (see :mod:`.publish`).
 

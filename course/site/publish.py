@@ -9,7 +9,8 @@ What a page must not carry, and why:
   plotly figure, whose own sliders move over precomputed values; any other widget becomes a one-line note;
 - a plotly figure as ``application/vnd.plotly.v1+json`` (what JupyterLab and VS Code draw): the site's HTML builder
   does not know that type, so each figure becomes a ``<div>`` and a ``Plotly.newPlot`` call that use the site's one
-  shared ``plotly.min.js`` (no copy of plotly.js inside any page).
+  shared plotly.js bundle (no copy of plotly.js inside any page);
+- an empty Markdown output (``display(Markdown(""))``): JupyterLab draws nothing, and the page neither.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def publish_notebook(notebook: Any, *, name: str, template: dict[str, Any] | Non
     ``<div>`` + script pairs drawn by the page's shared plotly.js, with ids ``<name>-fig-<n>`` (stable between
     builds). ``name`` is the lesson id; a figure whose layout template is ``template`` (the site's shared one,
     :func:`dro_course.site.assets.shared_template`) refers to it instead of carrying it. Every other output is
-    kept as it is.
+    kept as it is, but an empty Markdown output, which draws nothing.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string (the lesson id), got {name!r}")

@@ -48,6 +48,7 @@ templates_path = ["_templates"]
 # the pages with maths and from no network
 mathjax_path = {katex_js!r}
 mathjax3_config = None
+myst_update_mathjax = False  # no MathJax settings written into the pages: KaTeX reads none
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 nb_execution_mode = "off"
@@ -84,12 +85,12 @@ html_context = {{"default_mode": "light"}}
 
 def _plotly_where_drawn(app, pagename, templatename, context, doctree):
     # plotly.js and the figures' shared template only on the pages that draw a figure; in the page's head, so
-    # before the figures' scripts run; KaTeX's stylesheet only on the pages with maths
+    # before the figures' scripts run; KaTeX's stylesheet on the pages with maths, where Sphinx adds KaTeX
     body = context.get("body", "")
     if "Plotly.newPlot" in body:
         app.add_js_file({plotly_js!r})
         app.add_js_file({plotly_template_js!r})
-    if 'class="math' in body:
+    if app.env.get_domain("math").has_equations(pagename):  # the test Sphinx uses for KaTeX's script
         app.add_css_file({katex_css!r})
 
 

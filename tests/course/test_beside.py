@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dro_course.beside import beside_reference, claims_in_words, is_illustration, smoke_artefacts
+from dro_course.beside import beside_reference, claims_in_words, is_illustration, live_label, smoke_artefacts
 from dro_lab.experiments import judge, load_reference
 
 
@@ -197,7 +197,7 @@ def test_smoke_artefacts_name_an_empty_panel_chance_and_a_falling_curve():
     assert f"falls over training for {live.methods[0]}:" in said and "reference run above" in said
     trained = _with_finals(live, dict.fromkeys(live.methods, 0.5), dict.fromkeys(live.methods, [0.4, 0.5]))
     assert smoke_artefacts(trained, "test_accuracy") == ""
-    assert smoke_artefacts(_live("hws", preset="full", seeds=3), "test_accuracy", chance=0.1) == ""
+    assert smoke_artefacts(_live("hws", preset="full", seeds=3), "minority_accuracy", chance=0.1) == ""
 
 
 def test_smoke_artefacts_read_a_curve_named_apart_from_its_final_metric():
@@ -210,6 +210,29 @@ def test_smoke_artefacts_read_a_curve_named_apart_from_its_final_metric():
     assert "`test_accuracy` falls over training" in said and "at chance" not in said
 
 
-def test_smoke_artefacts_refuse_a_chance_outside_zero_one():
-    with pytest.raises(ValueError, match=r"chance must be in \[0, 1\]"):
-        smoke_artefacts(_live("hws"), "test_accuracy", chance=10.0)
+def test_smoke_artefacts_refuse_a_bad_option_on_any_run():
+    """Checked before the run's size decides whether there is anything to say: a full run is refused alike."""
+    for live in (_live("hws"), _live("hws", preset="full", seeds=3)):
+        with pytest.raises(ValueError, match=r"chance must be in \[0, 1\]"):
+            smoke_artefacts(live, "minority_accuracy", chance=10.0)
+        with pytest.raises(ValueError, match=r"no final metric 'nope'"):
+            smoke_artefacts(live, "nope")
+        with pytest.raises(ValueError, match=r"no per-epoch curve 'test_acuracy'"):
+            smoke_artefacts(live, "minority_accuracy", curve="test_acuracy")
+        with pytest.raises(ValueError, match=r"margin must be in \[0, 1\)"):
+            smoke_artefacts(live, "minority_accuracy", margin=-0.1)
+    with pytest.raises(TypeError, match="ExperimentResult"):
+        smoke_artefacts({"ERM": 0.5}, "minority_accuracy")
+
+
+def test_smoke_artefacts_say_at_0_without_a_reference_and_ignore_a_dip_within_the_margin():
+    live = _live("hws")
+    flat = _with_finals(live, {m: 0.0 if i == 0 else 0.4 for i, m in enumerate(live.methods)},
+                        dict.fromkeys(live.methods, [0.50, 0.49]))  # fmt: skip
+    said = smoke_artefacts(flat, "test_accuracy", chance=0.0, reference=False)
+    assert f"{live.methods[0]} sits at 0 on `test_accuracy`" in said
+    assert "reference run" not in said and "falls" not in said  # a 0.01 dip is within the 0.02 margin
+    with pytest.raises(ValueError, match="no final metric"):  # a run without methods has nothing to say about
+        smoke_artefacts(dataclasses.replace(live, methods=[], runs=[]), "test_accuracy")
+    assert live_label(live) == "Your run (an illustration)"
+    assert live_label(_live("hws", preset="full", seeds=3)) == "Your run"

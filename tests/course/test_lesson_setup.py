@@ -245,6 +245,15 @@ def test_cpu_threads_sets_torchs_threads_on_a_cpu_only(threads_kept):
     assert torch.get_num_threads() == threads_kept  # None: torch's own count, untouched
 
 
+def test_cpu_threads_leaves_torch_alone_on_a_gpu(threads_kept, monkeypatch):
+    lesson = next(lesson for lesson in REAL.lessons if "cpu_threads" in lesson.checks)
+    names = namespace_of(parameters_cell(lesson.notebook))
+    monkeypatch.setattr("dro_course.lesson_setup._resolve_device", lambda device: torch.device("cuda", 0))
+    wanted = 2 if threads_kept == 1 else 1
+    setup = setup_lesson(lesson.id, {**names, "device": "cuda", "cpu_threads": wanted}, syllabus=REAL)
+    assert setup["device"].type == "cuda" and torch.get_num_threads() == threads_kept
+
+
 @pytest.mark.parametrize("lesson", REAL.lessons, ids=REAL.ids)
 def test_every_preset_of_every_lesson_sets_up(lesson, monkeypatch, capsys, threads_kept):
     if not lesson.notebook.is_file():

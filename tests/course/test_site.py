@@ -300,3 +300,18 @@ def test_an_empty_markdown_output_shows_nothing():
     nb.cells[0].outputs = [v4.new_output("display_data", data=empty), v4.new_output("display_data", data=said)]
     outputs = publish_notebook(nb, name="x").cells[0].outputs
     assert [o["data"]["text/markdown"] for o in outputs] == ["*a note*"]
+
+
+def test_a_course_figure_carries_the_template_the_site_writes_once():
+    """A figure made by dro_course.figures has, in its notebook JSON, exactly the template the site writes into
+    _static/plotly-template.js: the page names it instead of carrying it."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from dro_course.figures._style import LAYOUT
+    from dro_course.site.assets import shared_template
+
+    figure = json.loads(pio.to_json(go.Figure(go.Scatter(y=[1.0, 2.0]), layout=LAYOUT)))
+    assert figure["layout"]["template"] == shared_template()
+    html = figure_html(figure, "f", shared_template())
+    assert '"template"' not in html and "l.template=window.droLabTemplate" in html

@@ -1,7 +1,8 @@
 """The data of lesson 05's theory checks and training panel, built in one call of its set-up cell.
 
-Sections 2–3 and the training panel of the lesson use the experiment's own imbalanced digits (the DONE experiment's
-``digits`` sizes, the lesson's epochs and batches), so that what the checks measure is what the experiment trains on.
+Sections 2–3 and the training panel of the lesson use the DONE experiment's imbalanced digits at its smoke sizes
+(with the lesson's epochs and batches), whatever the preset: small enough to train in seconds, and built by the same
+code as the experiment's data, which on the full preset are Fashion-MNIST instead.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def lesson_data(
     """The experiment's imbalanced digits for the lesson's theory checks and its training panel.
 
     Args:
-        seed: draws the split (the same draw as the experiment's run with this seed).
+        seed: draws the split (the same draw as the smoke experiment's run on the digits with this seed).
         epochs, batch_size: the training panel's epochs and batches (the lesson's parameters).
         minority_classes: the classes thinned in training (the test set keeps every class whole).
         imbalance_keep: the share of each minority class's training images kept (the paper's imbalance ratio).

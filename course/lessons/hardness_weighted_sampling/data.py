@@ -32,7 +32,7 @@ class LessonData:
         dataset: ``"digits"`` or ``"fashion-mnist"``.
         experiment: the paper's experiment, ``EXPERIMENTS["hws"]`` (run in section 5).
         config: its configuration at the notebook's preset, with ``chosen`` applied.
-        chosen: the notebook's settings that differ from the preset (``minority_class``, ``minority_count``,
+        chosen: the notebook's settings it gives a value, not None (``minority_class``, ``minority_count``,
             ``epochs``; read-only), passed on to ``run_experiment`` so that its runs and these splits agree.
         splits: the first seed's training, validation and test splits.
         train, test: the training and test sets on the lesson's device.

@@ -369,14 +369,8 @@ def mc_error_figure(
 
 
 def beside_figure(reference, live, metric: str, *, title: str, methods=None) -> go.Figure:
-    """:func:`dro_course.figures.reference_beside_live_figure` (the reference run left, the reader's run right)
-    with each panel's label on two lines, "Reference run" or "Your run (an illustration)" over its data set,
-    seeds and preset, so that the two labels do not run into each other in a page's figure column."""
+    """:func:`dro_course.figures.reference_beside_live_figure` (the reference run left, the reader's run right,
+    each panel labelled on two lines) with room above the panels for the figure's ``title``."""
     fig = reference_beside_live_figure(reference, live, metric, methods=methods, title=title)
-    for note in fig.layout.annotations:
-        who, _, what = note.text.partition(": ")
-        if who == "Your run":
-            who = "Your run (an illustration)"
-        note.text = f"{who}<br><sup>{what}</sup>" if what else who
     fig.update_layout(margin=dict(t=110))
     return fig

@@ -383,11 +383,8 @@ def accuracy_beside_figure(
     methods: Sequence[str] | None = None,
     title: str | None = None,
 ) -> go.Figure:
-    """:func:`dro_course.figures.reference_beside_live_figure` of the test accuracy, with each panel's title on two
-    lines (side by side on a page, one-line titles run into each other) and the live panel labelled an illustration
-    when it is one (:func:`.live.run_label`)."""
+    """:func:`dro_course.figures.reference_beside_live_figure` of the test accuracy (each panel labelled on two
+    lines, the live one an illustration when it is one), with room above the panels for the ``title``."""
     fig = reference_beside_live_figure(reference, _result(live, "live"), "test_accuracy", methods=methods, title=title)
-    for note in fig.layout.annotations[:2]:  # the two panels' titles, "Reference run: …" and "Your run: …"
-        note.text = note.text.replace("Your run:", f"{run_label(live)}:", 1).replace(": ", ":<br>", 1)
     fig.update_layout(margin=dict(t=110))
     return fig

@@ -1,8 +1,8 @@
 """What the reader's own run of lesson 03's experiment shows only because it is small.
 
 The experiment records the test accuracy at the end of a run as ``accuracy`` and epoch by epoch as
-``test_accuracy``; :func:`dro_course.beside.smoke_artefacts` reads one name for both, so
-:func:`accuracy_artefacts` hands it the final value under the curve's name too.
+``test_accuracy``; :func:`accuracy_artefacts` hands :func:`dro_course.beside.smoke_artefacts` the arms a figure
+draws, and says so when a small run shows no artefact but still ranks nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from dro_course.beside import is_illustration, smoke_artefacts
+from dro_course.beside import is_illustration, live_label, smoke_artefacts
 from dro_lab._validation import check_nonempty
 from dro_lab.experiments.result import ExperimentResult
 
@@ -49,8 +49,8 @@ def accuracy_artefacts(live: ExperimentResult, methods: Sequence[str] | None = N
 
 
 def run_label(live: ExperimentResult) -> str:
-    """``"Your run (illustration)"`` for a run too small to carry a verdict (:func:`dro_course.beside.is_illustration`:
-    the smoke preset, or fewer than 3 paired seeds), else ``"Your run"``: the label of its panels in a figure."""
+    """:func:`dro_course.beside.live_label`: ``"Your run (an illustration)"`` for a run too small to carry a verdict
+    (the smoke preset, or fewer than 3 paired seeds), else ``"Your run"``; the label of its panels in a figure."""
     if not isinstance(live, ExperimentResult):
         raise TypeError(f"live must be an ExperimentResult, got {type(live).__name__}")
-    return "Your run (illustration)" if is_illustration(live) else "Your run"
+    return live_label(live)

@@ -28,7 +28,7 @@ class ExperimentData:
     Attributes:
         experiment: the paper's experiment, :data:`~dro_lab.experiments.papers.gils.GILS_EXPERIMENT`.
         config: its configuration at the preset, with ``overrides`` applied.
-        overrides: the notebook's settings that differ from the preset (``defects``, ``epochs``), passed on to
+        overrides: the notebook's settings it gives a value, not None (``defects``, ``epochs``), passed on to
             :func:`~dro_lab.experiments.run_experiment` so that the run and the splits agree (read-only).
         splits: the first seed's training, validation and test splits.
     """

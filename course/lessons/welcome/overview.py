@@ -6,6 +6,11 @@ from dro_course._files import md_cell
 from dro_course.syllabus import Syllabus
 
 
+def _total(minutes: list) -> str:
+    """The sum, or "–" when a lesson has no such time (a sum without it would be too low)."""
+    return "–" if any(m is None for m in minutes) else f"{sum(minutes):g}"
+
+
 def lessons_overview(syllabus: Syllabus) -> str:
     """The lessons as one compact Markdown table: number, title (a link to the lesson's notebook, a sibling of
     lesson 00's), reading minutes and running minutes per preset, then a total row.
@@ -23,7 +28,7 @@ def lessons_overview(syllabus: Syllabus) -> str:
         minutes = " / ".join(f"{lesson.minutes[p]:g}" if p in lesson.minutes else "–" for p in presets)
         link = f"[{md_cell(lesson.title)}]({lesson.notebook.name})"
         lines.append(f"| {lesson.number} | {link} | {reading} | {minutes} |")
-    reading_total = sum(lesson.reading_minutes or 0 for lesson in syllabus.lessons)
-    totals = " / ".join(f"{sum(lesson.minutes.get(p, 0) for lesson in syllabus.lessons):g}" for p in presets)
-    lines.append(f"| | **in all** | {reading_total:g} | {totals} |")
+    reading_total = _total([lesson.reading_minutes for lesson in syllabus.lessons])
+    running_totals = " / ".join(_total([lesson.minutes.get(p) for lesson in syllabus.lessons]) for p in presets)
+    lines.append(f"| | **in all** | {reading_total} | {running_totals} |")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ the repository root, in the course's environment (the themes must be installed):
 
     python course/site/vendor/fontawesome/subset.py build/course/site
 
-``tests/course/test_site_assets.py`` checks that every icon the site's pages and the themes name is in icons.txt.
+``tests/course/test_site_browser.py`` checks that every icon the site's pages and the themes name is in icons.txt.
 """
 
 from __future__ import annotations
