@@ -6,18 +6,26 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import dro_lab
-from dro_lab._files import atomic_write_text
+from dro_lab._files import atomic_write, atomic_write_text
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader (or a run interrupted mid-write) never sees half a file: the
     course's name for :func:`dro_lab._files.atomic_write_text`, the library's one atomic write."""
     atomic_write_text(path, text)
+
+
+def copy_file_atomic(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` whole (the library's atomic write), making ``target``'s folder if needed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(source, "rb") as handle:
+        atomic_write(target, lambda out: shutil.copyfileobj(handle, out))
 
 
 def sha256(path: Path) -> str:

@@ -1297,15 +1297,6 @@ VIZ_BAD_INPUTS: dict[str, list] = {
         c("shape:errors length", lambda: VZ().mc_error_figure([1, 2], {"a": [1.0]}), V, r"errors"),
         c("range:ms=[0, 1]", lambda: VZ().mc_error_figure([0, 1], {"a": [1.0, 0.5]}), V, r"\bms\b"),
     ],
-    "beside_figure": [
-        c("type:live is a dict", lambda: VZ().beside_figure(EXP_RESULT(), {}, "a", title="t"), T, r"live"),
-        c(
-            "name:method x",
-            lambda: VZ().beside_figure(EXP_RESULT(), EXP_RESULT(), "a", title="t", methods=["x"]),
-            V,
-            r"'x'",
-        ),
-    ],
     "minority_mass_figure": [
         c("type:losses is a string", lambda: VZ().minority_mass_figure("abc", [0, 1, 0], minority=1), T, r"losses"),
         c("type:minority='1'", lambda: VZ().minority_mass_figure(NP(3), [0, 1, 0], minority="1"), T, r"minority"),

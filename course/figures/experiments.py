@@ -172,7 +172,7 @@ def reference_beside_live_figure(
             fig.update_yaxes(range=_percent_range([result.curve(metric, m) * scale for m in methods]), row=1, col=col)
     fig.update_yaxes(title_text=metric.replace("_", " ") + unit, row=1, col=1)
     fig.update_layout(
-        **{**LAYOUT, "height": 450, "margin": dict(l=60, r=20, t=90, b=50)},
+        **{**LAYOUT, "height": 450, "margin": dict(l=60, r=20, t=110, b=50)},
         title=title or f"{metric.replace('_', ' ')}: the reference run beside yours",
         legend=dict(orientation="h", y=-0.25),
     )

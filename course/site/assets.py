@@ -11,12 +11,11 @@ fonts only those the page's formulas use (the browser fetches a web font when a 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 
-from dro_course._files import write_text_atomic
+from dro_course._files import copy_file_atomic, write_text_atomic
 
 #: KaTeX 0.16 with the site's typesetting script (``vendor/katex/typeset.js``) in one file: it turns the TeX Sphinx
 #: writes (``\(...\)``, ``\[...\]``) into HTML. With its stylesheet and the fonts a lesson uses, about 0.35 MB,
@@ -85,24 +84,16 @@ def shared_template() -> dict:
     return json.loads(json.dumps(pio.templates[TEMPLATE].to_plotly_json(), cls=PlotlyJSONEncoder))
 
 
-def _copy(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target`` whole: written beside it, then put in its place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.with_name(target.name + ".part")
-    shutil.copyfile(source, part)
-    os.replace(part, target)
-
-
 def copy_assets(static: Path) -> None:
     """Put plotly.js, the figures' template, KaTeX and the icon font into ``static`` (Sphinx's ``html_static_path``)."""
     static.mkdir(parents=True, exist_ok=True)
-    _copy(plotly_js_path(), static / PLOTLY_JS)
+    copy_file_atomic(plotly_js_path(), static / PLOTLY_JS)
     write_text_atomic(static / PLOTLY_TEMPLATE_JS, f"window.droLabTemplate = {json.dumps(shared_template())};\n")
     katex = static / "katex"
     katex.mkdir(exist_ok=True)
     parts = [(VENDOR_KATEX / name).read_text(encoding="utf-8") for name in ("katex.min.js", "typeset.js")]
     write_text_atomic(static / KATEX_JS, "\n".join(parts))
-    _copy(VENDOR_KATEX / "katex.min.css", static / KATEX_CSS)
+    copy_file_atomic(VENDOR_KATEX / "katex.min.css", static / KATEX_CSS)
     shutil.rmtree(katex / "fonts", ignore_errors=True)  # no font of another KaTeX left behind
     shutil.copytree(VENDOR_KATEX / "fonts", katex / "fonts")
-    _copy(VENDOR_ICONS / "fa-solid-900.woff2", static / ICON_FONT)  # html_static_path wins over the theme's
+    copy_file_atomic(VENDOR_ICONS / "fa-solid-900.woff2", static / ICON_FONT)  # html_static_path wins over the theme's

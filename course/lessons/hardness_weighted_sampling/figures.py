@@ -11,7 +11,6 @@ import torch
 from plotly.subplots import make_subplots
 
 from dro_course.figures._style import CLASS_COLORS, LAYOUT, PALETTE, layout
-from dro_course.figures.experiments import reference_beside_live_figure
 from dro_course.lessons.hardness_weighted_sampling.diagnostics import (
     age_survival,
     age_tail,
@@ -28,7 +27,6 @@ __all__ = [
     "minority_mass_figure",
     "age_figure",
     "mc_error_figure",
-    "beside_figure",
 ]
 
 #: Pixels under :func:`sampling_figure`'s plot for its legend's rows (up to three on a page's figure column).
@@ -365,12 +363,4 @@ def mc_error_figure(
     if note:
         fig.add_annotation(text=note, xref="paper", yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
                            showarrow=False, font=dict(size=12))  # fmt: skip
-    return fig
-
-
-def beside_figure(reference, live, metric: str, *, title: str, methods=None) -> go.Figure:
-    """:func:`dro_course.figures.reference_beside_live_figure` (the reference run left, the reader's run right,
-    each panel labelled on two lines) with room above the panels for the figure's ``title``."""
-    fig = reference_beside_live_figure(reference, live, metric, methods=methods, title=title)
-    fig.update_layout(margin=dict(t=110))
     return fig

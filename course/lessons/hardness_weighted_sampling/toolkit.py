@@ -33,7 +33,6 @@ from dro_course.lessons.hardness_weighted_sampling import (
 )
 from dro_course.lessons.hardness_weighted_sampling._shared import distinct_betas
 from dro_course.lessons.hardness_weighted_sampling.data import history_summary, lesson_data
-from dro_course.lessons.hardness_weighted_sampling.figures import beside_figure
 from dro_course.lessons.hardness_weighted_sampling.weights import check_worst_cases
 from dro_lab.experiments.reference import sampler_markdown, tuning_markdown
 
@@ -64,7 +63,6 @@ __all__ = [
     "sampling_summary",
     "hws_panel",
     # ... and the reference beside the reader's run (section 5.4)
-    "beside_figure",
     # ... what the exercise checks compare with, out of sight (expected)
     "expected",
     # the research library: a run's tuning and its sampler, as tables (section 5)

@@ -384,7 +384,5 @@ def accuracy_beside_figure(
     title: str | None = None,
 ) -> go.Figure:
     """:func:`dro_course.figures.reference_beside_live_figure` of the test accuracy (each panel labelled on two
-    lines, the live one an illustration when it is one), with room above the panels for the ``title``."""
-    fig = reference_beside_live_figure(reference, _result(live, "live"), "test_accuracy", methods=methods, title=title)
-    fig.update_layout(margin=dict(t=110))
-    return fig
+    lines, the live one an illustration when it is one)."""
+    return reference_beside_live_figure(reference, _result(live, "live"), "test_accuracy", methods=methods, title=title)

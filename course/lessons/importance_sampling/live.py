@@ -36,10 +36,9 @@ def accuracy_artefacts(live: ExperimentResult, methods: Sequence[str] | None = N
     check_nonempty(drawn, "methods")
     if drawn - set(live.methods):
         raise ValueError(f"methods must be among the run's {live.methods}, got {sorted(drawn)}")
-    runs = [dict(r, final={**r["final"], "test_accuracy": r["final"].get("accuracy", float("nan"))})
-            for r in live.runs if r["method"] in drawn]  # fmt: skip
+    runs = [r for r in live.runs if r["method"] in drawn]
     shown = dataclasses.replace(live, methods=[m for m in live.methods if m in drawn], runs=runs)
-    notes = smoke_artefacts(shown, "test_accuracy", chance=CHANCE)
+    notes = smoke_artefacts(shown, "accuracy", curve="test_accuracy", chance=CHANCE)
     if notes or not is_illustration(live):
         return notes
     seeds, epochs = len(live.seeds), live.config.get("epochs", "?")
@@ -48,9 +47,5 @@ def accuracy_artefacts(live: ExperimentResult, methods: Sequence[str] | None = N
             "nothing. The reference run shows the trained result.*\n")  # fmt: skip
 
 
-def run_label(live: ExperimentResult) -> str:
-    """:func:`dro_course.beside.live_label`: ``"Your run (an illustration)"`` for a run too small to carry a verdict
-    (the smoke preset, or fewer than 3 paired seeds), else ``"Your run"``; the label of its panels in a figure."""
-    if not isinstance(live, ExperimentResult):
-        raise TypeError(f"live must be an ExperimentResult, got {type(live).__name__}")
-    return live_label(live)
+#: The label of the reader's run in a figure: "Your run (an illustration)" for a run too small to carry a verdict.
+run_label = live_label

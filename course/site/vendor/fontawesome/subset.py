@@ -13,7 +13,6 @@ the repository root, in the course's environment (the themes must be installed):
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import pydata_sphinx_theme
 import sphinx_book_theme
 
 from dro_course._files import write_text_atomic
+from dro_lab._files import atomic_write
 
 HERE = Path(__file__).resolve().parent
 PYDATA = Path(pydata_sphinx_theme.__file__).parent
@@ -68,9 +68,7 @@ def main(pages: list[str]) -> None:
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=sorted(set(kept.values())))
     subsetter.subset(font)
-    part = HERE / "fa-solid-900.woff2.part"  # written whole, then put in place
-    subset.save_font(font, str(part), options)
-    os.replace(part, HERE / "fa-solid-900.woff2")
+    atomic_write(HERE / "fa-solid-900.woff2", lambda out: subset.save_font(font, out, options))
     lines = [f"{name} {point:x}" for name, point in sorted(kept.items())]
     write_text_atomic(HERE / "icons.txt", "\n".join(lines) + "\n")
     print(f"kept {len(kept)} icons: {(HERE / 'fa-solid-900.woff2').stat().st_size} bytes")
